@@ -1,0 +1,193 @@
+"""The merged catalog: every upstream's tools, prompts and resources as the client sees them.
+
+Pure. Built from snapshots of the upstreams whenever one of them changes (never per
+call), so a call's lookups are dictionary hits: exposed name -> ``CatalogTool``
+with its upstream name, its compiled argument checker and its retry safety.
+
+Resource URIs are kept unchanged (tool results refer to them); when two servers
+offer the same URI, the server listed first in the config wins, so a URI's meaning
+never changes when a late upstream arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import mcp_types as types
+
+from mcp_patchbay.arguments import ArgumentChecker
+from mcp_patchbay.config import ToolFilter
+from mcp_patchbay.naming import NameEntry, Resolver, build_names
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One upstream as the catalog needs it."""
+
+    server: str
+    tools: Sequence[types.Tool] = ()
+    prompts: Sequence[types.Prompt] = ()
+    resources: Sequence[types.Resource] = ()
+    templates: Sequence[types.ResourceTemplate] = ()
+    tool_filter: ToolFilter | None = None
+    unavailable: str | None = None
+    """Why the server cannot serve (disabled, config error, failed); None when it can or may soon."""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogTool:
+    exposed: str
+    server: str
+    upstream_name: str
+    definition: types.Tool
+    checker: ArgumentChecker | None
+    retry_safe: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogPrompt:
+    exposed: str
+    server: str
+    upstream_name: str
+    definition: types.Prompt
+
+
+CheckerCache = dict[tuple[str, str], tuple[str, ArgumentChecker]]
+
+
+@dataclass
+class Catalog:
+    separator: str = "__"
+    tools: list[types.Tool] = field(default_factory=lambda: list[types.Tool]())
+    by_exposed: dict[str, CatalogTool] = field(default_factory=lambda: dict[str, CatalogTool]())
+    tool_resolver: Resolver | None = None
+    prompts: list[types.Prompt] = field(default_factory=lambda: list[types.Prompt]())
+    prompts_by_exposed: dict[str, CatalogPrompt] = field(default_factory=lambda: dict[str, CatalogPrompt]())
+    prompt_resolver: Resolver | None = None
+    resources: list[types.Resource] = field(default_factory=lambda: list[types.Resource]())
+    templates: list[types.ResourceTemplate] = field(default_factory=lambda: list[types.ResourceTemplate]())
+    resource_owner: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    template_owner: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    template_patterns: list[tuple[re.Pattern[str], str]] = field(
+        default_factory=lambda: list[tuple[re.Pattern[str], str]]()
+    )
+
+    def tool_signature(self) -> list[str]:
+        """What the client would see change: exposed definitions, serialised once per rebuild."""
+        return [t.model_dump_json(by_alias=True, exclude_none=True) for t in self.tools]
+
+
+def build_catalog(
+    sources: Iterable[Source],
+    *,
+    separator: str,
+    max_length: int,
+    validate_arguments: bool,
+    checkers: CheckerCache | None = None,
+) -> Catalog:
+    """Merge the sources, in config order. ``checkers`` carries compiled validators between builds."""
+    sources = list(sources)
+    checkers = {} if checkers is None else checkers
+    catalog = Catalog(separator=separator)
+
+    visible: list[tuple[str, types.Tool]] = []
+    hidden: list[tuple[str, str]] = []
+    unavailable: dict[str, str] = {}
+    for source in sources:
+        if source.unavailable is not None:
+            unavailable[source.server] = source.unavailable
+        seen: set[str] = set()
+        for tool in source.tools:
+            if tool.name in seen:
+                continue  # an upstream listing a name twice: the first definition wins
+            seen.add(tool.name)
+            if source.tool_filter is None or source.tool_filter.permits(tool.name):
+                visible.append((source.server, tool))
+            else:
+                hidden.append((source.server, tool.name))
+
+    names = build_names(((s, t.name) for s, t in visible), separator=separator, max_length=max_length)
+    entries: list[NameEntry] = []
+    live_checkers: CheckerCache = {}
+    for server, tool in visible:
+        exposed = names[(server, tool.name)]
+        checker = _checker(server, tool, checkers, live_checkers) if validate_arguments else None
+        annotations = tool.annotations
+        retry_safe = bool(annotations and (annotations.read_only_hint or annotations.idempotent_hint))
+        catalog.by_exposed[exposed] = CatalogTool(exposed, server, tool.name, tool, checker, retry_safe)
+        catalog.tools.append(tool if exposed == tool.name else tool.model_copy(update={"name": exposed}))
+        entries.append(NameEntry(exposed=exposed, server=server, item=tool.name))
+    checkers.clear()
+    checkers.update(live_checkers)
+    catalog.tool_resolver = Resolver(entries, separator=separator, hidden=hidden, unavailable=unavailable)
+
+    prompt_pairs = [(s.server, p) for s in sources for p in _unique(s.prompts)]
+    prompt_names = build_names(((s, p.name) for s, p in prompt_pairs), separator=separator, max_length=max_length)
+    prompt_entries: list[NameEntry] = []
+    for server, prompt in prompt_pairs:
+        exposed = prompt_names[(server, prompt.name)]
+        catalog.prompts_by_exposed[exposed] = CatalogPrompt(exposed, server, prompt.name, prompt)
+        catalog.prompts.append(prompt.model_copy(update={"name": exposed}))
+        prompt_entries.append(NameEntry(exposed=exposed, server=server, item=prompt.name))
+    catalog.prompt_resolver = Resolver(prompt_entries, separator=separator, unavailable=unavailable)
+
+    for source in sources:
+        for resource in source.resources:
+            if resource.uri not in catalog.resource_owner:
+                catalog.resource_owner[str(resource.uri)] = source.server
+                catalog.resources.append(resource)
+        for template in source.templates:
+            if template.uri_template not in catalog.template_owner:
+                catalog.template_owner[template.uri_template] = source.server
+                catalog.template_patterns.append((_template_pattern(template.uri_template), source.server))
+                catalog.templates.append(template)
+    return catalog
+
+
+def _unique(prompts: Sequence[types.Prompt]) -> list[types.Prompt]:
+    seen: set[str] = set()
+    out: list[types.Prompt] = []
+    for prompt in prompts:
+        if prompt.name not in seen:
+            seen.add(prompt.name)
+            out.append(prompt)
+    return out
+
+
+def _checker(server: str, tool: types.Tool, previous: CheckerCache, live: CheckerCache) -> ArgumentChecker:
+    key = (server, tool.name)
+    schema_text = json.dumps(tool.input_schema, sort_keys=True, default=str)
+    cached = previous.get(key)
+    if cached is not None and cached[0] == schema_text:
+        live[key] = cached
+        return cached[1]
+    checker = ArgumentChecker(tool.input_schema)
+    live[key] = (schema_text, checker)
+    return checker
+
+
+def owner_of_uri(catalog: Catalog, uri: str) -> str | None:
+    """Which server answers for a resource URI: a listed resource first, then the first matching template."""
+    owner = catalog.resource_owner.get(uri)
+    if owner is not None:
+        return owner
+    for pattern, server in catalog.template_patterns:
+        if pattern.fullmatch(uri):
+            return server
+    return None
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """An RFC 6570 template as a regex: ``{var}`` matches one segment, ``{+var}``/``{#var}`` anything."""
+    parts: list[str] = []
+    pos = 0
+    for match in re.finditer(r"\{([^}]*)\}", template):
+        parts.append(re.escape(template[pos : match.start()]))
+        expr = match.group(1)
+        parts.append(".*" if expr[:1] in ("+", "#") else r"[^/?#]*" if expr[:1] not in ("?", "&") else r"(?:[?&].*)?")
+        pos = match.end()
+    parts.append(re.escape(template[pos:]))
+    return re.compile("".join(parts))

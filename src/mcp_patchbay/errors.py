@@ -1,0 +1,421 @@
+"""The proxy's errors: one tree, split by whose fault it is, mapped at the edges.
+
+    PatchbayError                  code, category, retryable, retry_after_ms; text for the model
+    ├── ClientError                the client asked for something wrong: fix the call, don't retry
+    │                              (TOOL_NOT_FOUND, TOOL_AMBIGUOUS, TOOL_NOT_AVAILABLE, INVALID_ARGUMENTS, ...)
+    └── UpstreamError              an upstream server failed, or the proxy protected it
+        │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, RATE_LIMITED, CIRCUIT_OPEN, ...)
+        └── NotDelivered           the request never reached the upstream: it is always safe to send again
+            └── SessionExpired     the upstream forgot our session: rebuild it, then send again
+
+Configuration mistakes in the file are ``config.ConfigError``; at call time a server
+that is disabled or misconfigured raises ``UpstreamError`` with code
+``SERVER_UNAVAILABLE`` and category ``configuration``.
+
+Classes exist where code branches on them: the policies retry ``NotDelivered`` freely,
+the upstream rebuilds its session on ``SessionExpired``, the circuit breaker counts
+``UpstreamError`` but never ``ClientError``. Everything else is carried by ``code``.
+
+Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
+ExceptionGroups from transports) are translated in one place, ``translate``. The
+downstream edge turns an error into a result exactly once, with ``to_result``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+MAX_MODEL_TEXT = 480
+"""Errors shown to the model stay under 500 characters (the guides agree: longer wastes tokens)."""
+
+
+class Category(enum.StrEnum):
+    NOT_FOUND = "not_found"
+    VALIDATION = "validation"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    SERVER_ERROR = "server_error"
+    RATE_LIMIT = "rate_limit"
+    CIRCUIT_OPEN = "circuit_open"
+    BULKHEAD_FULL = "bulkhead_full"
+    CANCELLED = "cancelled"
+    CONFIGURATION = "configuration"
+
+
+@dataclass(frozen=True, slots=True)
+class _CodeInfo:
+    category: Category
+    retryable: bool
+
+
+class Code(enum.StrEnum):
+    """Machine-readable error codes; each has one category and a default retryability."""
+
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    TOOL_AMBIGUOUS = "TOOL_AMBIGUOUS"
+    TOOL_NOT_AVAILABLE = "TOOL_NOT_AVAILABLE"
+    PROMPT_NOT_FOUND = "PROMPT_NOT_FOUND"
+    RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    SERVER_UNAVAILABLE = "SERVER_UNAVAILABLE"
+    SERVER_STARTING = "SERVER_STARTING"
+    SPAWN_FAILED = "SPAWN_FAILED"
+    CONNECTION_FAILED = "CONNECTION_FAILED"
+    CONNECTION_LOST = "CONNECTION_LOST"
+    AUTH_FAILED = "AUTH_FAILED"
+    TIMEOUT = "TIMEOUT"
+    SERVER_ERROR = "SERVER_ERROR"
+    PROTOCOL_ERROR = "PROTOCOL_ERROR"
+    RESULT_TOO_LARGE = "RESULT_TOO_LARGE"
+    RATE_LIMITED = "RATE_LIMITED"
+    CIRCUIT_OPEN = "CIRCUIT_OPEN"
+    BULKHEAD_FULL = "BULKHEAD_FULL"
+    CANCELLED = "CANCELLED"
+    CLIENT_FEATURE_MISSING = "CLIENT_FEATURE_MISSING"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+    @property
+    def info(self) -> _CodeInfo:
+        return _CODE_INFO[self]
+
+
+_C = Category
+_CODE_INFO: dict[Code, _CodeInfo] = {
+    Code.TOOL_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
+    Code.TOOL_AMBIGUOUS: _CodeInfo(_C.NOT_FOUND, False),
+    Code.TOOL_NOT_AVAILABLE: _CodeInfo(_C.NOT_FOUND, False),
+    Code.PROMPT_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
+    Code.RESOURCE_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
+    Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
+    Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
+    Code.SERVER_STARTING: _CodeInfo(_C.CONNECTION, True),
+    Code.SPAWN_FAILED: _CodeInfo(_C.CONFIGURATION, False),
+    Code.CONNECTION_FAILED: _CodeInfo(_C.CONNECTION, True),
+    Code.CONNECTION_LOST: _CodeInfo(_C.CONNECTION, True),
+    Code.AUTH_FAILED: _CodeInfo(_C.CONFIGURATION, False),
+    Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True),
+    Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True),
+    Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False),
+    Code.RESULT_TOO_LARGE: _CodeInfo(_C.VALIDATION, False),
+    Code.RATE_LIMITED: _CodeInfo(_C.RATE_LIMIT, True),
+    Code.CIRCUIT_OPEN: _CodeInfo(_C.CIRCUIT_OPEN, True),
+    Code.BULKHEAD_FULL: _CodeInfo(_C.BULKHEAD_FULL, True),
+    Code.CANCELLED: _CodeInfo(_C.CANCELLED, False),
+    Code.CLIENT_FEATURE_MISSING: _CodeInfo(_C.CONFIGURATION, False),
+    Code.INTERNAL_ERROR: _CodeInfo(_C.SERVER_ERROR, False),
+}
+
+
+class PatchbayError(Exception):
+    """Base of the tree. ``message`` is for the model: short, what happened, why, what next.
+
+    ``detail`` is for the developer's log and may hold anything (it never reaches the
+    model). ``retryable`` defaults to the code's; an instance may override it (a
+    server that is restarting is retryable, one that is disabled is not).
+    """
+
+    def __init__(
+        self,
+        code: Code,
+        message: str,
+        *,
+        detail: str | None = None,
+        retryable: bool | None = None,
+        retry_after_ms: int | None = None,
+        server: str | None = None,
+        tool: str | None = None,
+        suggestions: Sequence[str] = (),
+        category: Category | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.detail = detail
+        self.category = category or code.info.category
+        self.retryable = code.info.retryable if retryable is None else retryable
+        self.retry_after_ms = retry_after_ms
+        self.server = server
+        self.tool = tool
+        self.suggestions = tuple(suggestions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structured error a program can act on; same form for every proxy error."""
+        data: dict[str, Any] = {
+            "code": self.code.value,
+            "category": self.category.value,
+            "message": self.message,
+            "retryable": self.retryable,
+        }
+        if self.retry_after_ms is not None:
+            data["retry_after_ms"] = self.retry_after_ms
+        if self.server is not None:
+            data["server"] = self.server
+        if self.tool is not None:
+            data["tool"] = self.tool
+        if self.suggestions:
+            data["suggestions"] = list(self.suggestions)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code.value}: {self.message!r}, detail={self.detail!r})"
+
+
+class ClientError(PatchbayError):
+    """The client asked for something wrong (unknown tool, bad arguments)."""
+
+
+class UpstreamError(PatchbayError):
+    """An upstream failed, or the proxy refused to load it further (breaker, bulkhead)."""
+
+
+class NotDelivered(UpstreamError):
+    """The request never reached the upstream; sending it again cannot run anything twice."""
+
+
+class SessionExpired(NotDelivered):
+    """The upstream answered 404 for our session id: rebuild the session and send again."""
+
+
+def clip(text: str, limit: int = MAX_MODEL_TEXT) -> str:
+    """Bound a text for the model, cutting at a word where it can."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def to_result(error: PatchbayError) -> types.CallToolResult:
+    """The one conversion from an error to what the model sees."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=clip(error.message))],
+        structured_content={"error": error.to_dict()},
+        is_error=True,
+    )
+
+
+def to_mcp_error(error: PatchbayError, code: int = types.INVALID_PARAMS) -> MCPError:
+    """For requests that have no isError form (prompts, resources, strict unknown-tool mode)."""
+    return MCPError(code=code, message=clip(error.message), data=error.to_dict())
+
+
+# --- translation of foreign exceptions ------------------------------------------------
+# No await beyond this point.
+
+_UNKNOWN_TOOL_HINTS = ("unknown tool", "tool not found", "not found: tool", "no such tool")
+
+
+def translate(exc: BaseException, *, server: str, tool: str | None = None, timeout: float | None = None) -> PatchbayError:
+    """Map any exception raised while talking to ``server`` into the tree.
+
+    Most specific match first. The caller does ``raise translate(e, ...) from e`` so
+    the log keeps the original traceback.
+    """
+    if isinstance(exc, PatchbayError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return translate(_most_telling(exc), server=server, tool=tool, timeout=timeout)
+    where = f"'{server}'"
+    if isinstance(exc, MCPError):
+        return _translate_mcp_error(exc, server=server, tool=tool, timeout=timeout)
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return from_http_status(exc.response.status_code, exc.response.headers.get("retry-after"), server=server)
+    if isinstance(exc, httpx2.ConnectError | ConnectionRefusedError):
+        return NotDelivered(
+            Code.CONNECTION_FAILED,
+            f"Could not connect to server {where}: the connection was refused. Retry later or tell the user "
+            "the server is down.",
+            detail=repr(exc),
+            server=server,
+        )
+    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        return UpstreamError(
+            Code.TIMEOUT,
+            f"Server {where} did not answer in time. Retry later, or try a smaller request.",
+            detail=repr(exc),
+            server=server,
+            tool=tool,
+        )
+    if isinstance(exc, FileNotFoundError | PermissionError):
+        what = "was not found" if isinstance(exc, FileNotFoundError) else "is not executable"
+        return UpstreamError(
+            Code.SPAWN_FAILED,
+            f"Server {where} could not start: its command {what}. Tell the user to fix the server's "
+            "'command' in the patchbay config.",
+            detail=repr(exc),
+            server=server,
+        )
+    if isinstance(
+        exc,
+        anyio.ClosedResourceError
+        | anyio.BrokenResourceError
+        | anyio.EndOfStream
+        | httpx2.TransportError
+        | ConnectionError
+        | EOFError,
+    ):
+        return UpstreamError(
+            Code.CONNECTION_LOST,
+            f"The connection to server {where} was lost. It is being restored; retry in a few seconds.",
+            detail=repr(exc),
+            server=server,
+            tool=tool,
+        )
+    if isinstance(exc, OSError):
+        return UpstreamError(
+            Code.SPAWN_FAILED,
+            f"Server {where} could not start ({exc.strerror or 'operating system error'}). Tell the user to check "
+            "the server's config.",
+            detail=repr(exc),
+            server=server,
+        )
+    return UpstreamError(
+        Code.INTERNAL_ERROR,
+        f"An unexpected error occurred while talking to server {where}. Retry once; if it persists, tell the user.",
+        detail=repr(exc),
+        server=server,
+        tool=tool,
+    )
+
+
+def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """Transports raise ExceptionGroups; the leaf that says the most is the first non-cancellation one."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(group)
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.HTTPStatusError | MCPError | OSError | httpx2.HTTPError):
+            return leaf
+    return leaves[0] if leaves else group
+
+
+def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeout: float | None) -> PatchbayError:
+    where = f"'{server}'"
+    message = exc.message or ""
+    if exc.code == types.CONNECTION_CLOSED:
+        return UpstreamError(
+            Code.CONNECTION_LOST,
+            f"Server {where} closed the connection while handling this call (it may have crashed). It is being "
+            "restarted; retry in a few seconds.",
+            detail=f"MCPError {exc.code}: {message}",
+            server=server,
+            tool=tool,
+        )
+    if exc.code == types.REQUEST_TIMEOUT:
+        after = f" after {timeout:g}s" if timeout else ""
+        return UpstreamError(
+            Code.TIMEOUT,
+            f"Server {where} did not answer{after}; the call was cancelled. Retry with a smaller request, or "
+            "tell the user the server is slow.",
+            detail=f"MCPError {exc.code}: {message}",
+            server=server,
+            tool=tool,
+        )
+    upstream_text = clip(message.strip(), 300)
+    if exc.code == types.INVALID_PARAMS:
+        lowered = message.lower()
+        if tool is not None and any(hint in lowered for hint in _UNKNOWN_TOOL_HINTS):
+            return ClientError(
+                Code.TOOL_NOT_FOUND,
+                f"Server {where} does not have a tool '{tool}' (any more). List the tools again and pick one "
+                "from the list.",
+                detail=f"MCPError {exc.code}: {message}",
+                server=server,
+                tool=tool,
+            )
+        return ClientError(
+            Code.INVALID_ARGUMENTS,
+            f"Server {where} rejected the arguments: {upstream_text}. Fix the arguments and call again.",
+            detail=f"MCPError {exc.code}: {message} data={exc.data!r}",
+            server=server,
+            tool=tool,
+        )
+    if exc.code == types.METHOD_NOT_FOUND:
+        return UpstreamError(
+            Code.SERVER_ERROR,
+            f"Server {where} does not support this request. Use another tool.",
+            detail=f"MCPError {exc.code}: {message}",
+            server=server,
+            tool=tool,
+            retryable=False,
+        )
+    return UpstreamError(
+        Code.SERVER_ERROR,
+        f"Server {where} reported an error: {upstream_text}. Retry once; if it persists, try another approach "
+        "or tell the user.",
+        detail=f"MCPError {exc.code}: {message} data={exc.data!r}",
+        server=server,
+        tool=tool,
+    )
+
+
+def parse_retry_after(value: str | None) -> int | None:
+    """Retry-After in seconds (the HTTP-date form is rare for APIs; treated as absent)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return max(0, int(seconds * 1000))
+
+
+def from_http_status(status: int, retry_after: str | None, *, server: str) -> PatchbayError:
+    """An HTTP status seen on an upstream's transport, as an error."""
+    where = f"'{server}'"
+    if status in (401, 403):
+        return UpstreamError(
+            Code.AUTH_FAILED,
+            f"Server {where} refused the proxy's credentials (HTTP {status}). Tell the user to check the "
+            "server's headers or token in the patchbay config.",
+            detail=f"HTTP {status}",
+            server=server,
+        )
+    if status == 404:
+        return SessionExpired(
+            Code.CONNECTION_LOST,
+            f"Server {where} ended the session. Retry the call.",
+            detail="HTTP 404 on a request carrying a session id",
+            server=server,
+        )
+    if status == 429:
+        after = parse_retry_after(retry_after)
+        wait = f" Wait {max(1, round(after / 1000))}s, then retry." if after is not None else " Wait, then retry."
+        return UpstreamError(
+            Code.RATE_LIMITED,
+            f"Server {where} is rate limiting requests (HTTP 429).{wait}",
+            detail=f"HTTP 429 retry-after={retry_after!r}",
+            server=server,
+            retry_after_ms=after,
+        )
+    if status >= 500:
+        return UpstreamError(
+            Code.SERVER_ERROR,
+            f"Server {where} had an internal error (HTTP {status}). Retry in a little while.",
+            detail=f"HTTP {status}",
+            server=server,
+            retry_after_ms=parse_retry_after(retry_after),
+        )
+    return UpstreamError(
+        Code.PROTOCOL_ERROR,
+        f"Server {where} answered with HTTP {status}. Tell the user to check the server's url.",
+        detail=f"HTTP {status}",
+        server=server,
+    )

@@ -1,0 +1,77 @@
+"""What the model is told when a name does not name a tool. Pure.
+
+Every text says what happened, why, and what to do next, and stays under 500
+characters however large the catalog: suggestions are capped at five, and the
+"nothing is close" text names the servers with a few of their tools each, within a
+character budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_patchbay.errors import MAX_MODEL_TEXT, ClientError, Code
+from mcp_patchbay.naming import Resolution, Resolver
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def _shown(called: str, limit: int = 80) -> str:
+    return called if len(called) <= limit else called[: limit - 1] + "…"
+
+
+def unknown_name(resolution: Resolution, resolver: Resolver, *, kind: str = "tool") -> ClientError:
+    """For kinds "unknown" and "ambiguous"."""
+    called = _shown(resolution.called)
+    code = Code.TOOL_NOT_FOUND if kind == "tool" else Code.PROMPT_NOT_FOUND
+    if resolution.kind == "ambiguous":
+        return ClientError(
+            Code.TOOL_AMBIGUOUS if kind == "tool" else code,
+            f"The {kind} name '{called}' matches several {kind}s: {_quoted(resolution.candidates[:5])}. "
+            f"Nothing was run. Call the one you mean by its exact name.",
+            suggestions=resolution.candidates[:5],
+        )
+    suggestions = resolution.candidates[:5]
+    if len(suggestions) == 1:
+        return ClientError(
+            code,
+            f"Unknown {kind} '{called}'. Did you mean '{suggestions[0]}'? Call it with its exact name.",
+            suggestions=suggestions,
+        )
+    if suggestions:
+        return ClientError(
+            code,
+            f"Unknown {kind} '{called}'. Did you mean one of: {_quoted(suggestions)}? "
+            "Call the right one with its exact name.",
+            suggestions=suggestions,
+        )
+    head = f"Unknown {kind} '{called}', and no {kind} has a similar name. "
+    tail = f" List the {kind}s again to see every exact name."
+    return ClientError(code, head + _overview(resolver, MAX_MODEL_TEXT - len(head) - len(tail)) + tail)
+
+
+def _overview(resolver: Resolver, budget: int) -> str:
+    """'Servers: fs (read_file, write_file, …), github (…).' within ``budget`` characters."""
+    servers = resolver.servers()
+    if not servers:
+        return "No servers are serving tools right now."
+    text = "Servers:"
+    for index, server in enumerate(servers):
+        items = [entry.item for entry in resolver.entries_of(server)[:3]]
+        more = ", …" if len(resolver.entries_of(server)) > 3 else ""
+        piece = f" {server} ({', '.join(items)}{more})" + ("," if index < len(servers) - 1 else ".")
+        if len(text) + len(piece) > budget - 6:
+            return text.rstrip(",") + " and more."
+        text += piece
+    return text
+
+
+def hidden_tool(resolution: Resolution) -> ClientError:
+    return ClientError(
+        Code.TOOL_NOT_AVAILABLE,
+        f"This tool is not available: '{_shown(resolution.called)}' is turned off in the proxy's configuration. "
+        "Use another tool, or tell the user it would need to be allowed.",
+        server=resolution.server,
+    )

@@ -1,0 +1,307 @@
+"""The chain of policies around one upstream's tool calls.
+
+One callable type, ``Handler``; every policy takes a Handler and is one (the
+shape of Starlette's middleware). The chain is built once per upstream, in this
+order, outermost first:
+
+    Deadline -> CircuitBreaker -> Bulkhead -> Retry -> the upstream session
+
+- Deadline first, so the timeout counts from the request's arrival to the reply,
+  queue wait and retries included. Progress from the upstream extends it, up to
+  ``max_call_time``.
+- The breaker sees one outcome per logical call, after retries.
+- The bulkhead holds a slot for the whole call, retries included, so a retrying
+  call cannot be overtaken into an overloaded upstream.
+- Retry is innermost: only a request that never reached the upstream, or a call
+  to a tool annotated read-only or idempotent, is sent again.
+
+The clock and the sleep are injected so tests never wait on real time; the breaker
+is a pure state machine.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from mcp_patchbay.errors import Code, NotDelivered, PatchbayError, SessionExpired, UpstreamError
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class Deadline:
+    """When a call must be answered by. Progress pushes it out, never past the hard cap."""
+
+    __slots__ = ("_clock", "_scope", "at", "hard", "started", "timeout")
+
+    def __init__(self, timeout: float, max_total: float, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.timeout = timeout
+        self.hard = self.started + max(timeout, max_total)
+        self.at = self.started + timeout
+        self._scope: anyio.CancelScope | None = None
+
+    def remaining(self) -> float:
+        return self.at - self._clock()
+
+    def extend(self) -> None:
+        self.at = min(self._clock() + self.timeout, self.hard)
+        if self._scope is not None:
+            self._scope.deadline = anyio.current_time() + max(0.0, self.remaining())
+
+    def pause(self) -> None:
+        if self._scope is not None:
+            self._scope.deadline = math.inf
+
+    def resume(self) -> None:
+        """A fresh timeout from now; the hard cap moves with it (the wait was a person's, not the server's)."""
+        self.hard = max(self.hard, self._clock() + self.timeout)
+        self.extend()
+
+    def elapsed(self) -> float:
+        return self._clock() - self.started
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call on its way upstream. ``tool`` is the upstream's own name."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any] | None
+    deadline: Deadline
+    retry_safe: bool = False
+    meta: dict[str, Any] | None = None
+    on_progress: ProgressFn | None = None
+    attempts: int = field(default=0)
+
+
+Handler = Callable[[ToolCall], Awaitable[types.CallToolResult]]
+
+
+def with_deadline(inner: Handler) -> Handler:
+    async def handle(call: ToolCall) -> types.CallToolResult:
+        deadline = call.deadline
+        with anyio.CancelScope(deadline=anyio.current_time() + max(0.0, deadline.remaining())) as scope:
+            deadline._scope = scope  # pyright: ignore[reportPrivateUsage] - Deadline and this policy are one unit
+            return await inner(call)
+        # Only our own deadline lands here: an outer cancellation propagates out of the scope.
+        limit = deadline.timeout if deadline.at < deadline.hard else deadline.hard - deadline.started
+        raise UpstreamError(
+            Code.TIMEOUT,
+            f"Tool '{call.tool}' on server '{call.server}' did not finish within {limit:g}s and was cancelled. "
+            "Retry with a smaller request, or tell the user the server is slow.",
+            detail=f"deadline passed after {deadline.elapsed():.3f}s, {call.attempts} attempt(s)",
+            server=call.server,
+            tool=call.tool,
+        )
+
+    return handle
+
+
+class BreakerState(enum.StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitBreaker:
+    """After ``threshold`` consecutive upstream failures, stop sending for ``cooldown`` seconds.
+
+    Then one probe call goes through: success closes the circuit, failure opens it
+    again. Pure: the caller reports outcomes; time comes from the injected clock.
+    """
+
+    def __init__(self, threshold: int, cooldown: float, clock: Clock = time.monotonic) -> None:
+        self.threshold = threshold
+        self.cooldown = cooldown
+        self._clock = clock
+        self.state = BreakerState.CLOSED
+        self.failures = 0
+        self.opened_at = 0.0
+        self._probing = False
+
+    def check(self) -> float | None:
+        """None when a call may go ahead; otherwise seconds until it may be tried again."""
+        if self.state is BreakerState.CLOSED:
+            return None
+        wait = self.opened_at + self.cooldown - self._clock()
+        if self.state is BreakerState.OPEN and wait <= 0:
+            self.state = BreakerState.HALF_OPEN
+            self._probing = False
+        if self.state is BreakerState.HALF_OPEN and not self._probing:
+            self._probing = True
+            return None
+        return max(wait, 0.5)
+
+    def record_success(self) -> None:
+        self.state = BreakerState.CLOSED
+        self.failures = 0
+        self._probing = False
+
+    def record_failure(self) -> None:
+        self.failures += 1
+        if self.state is BreakerState.HALF_OPEN or self.failures >= self.threshold:
+            self.state = BreakerState.OPEN
+            self.opened_at = self._clock()
+            self._probing = False
+
+    def release_probe(self) -> None:
+        """A probe that ended without a verdict (client error, cancellation) frees the slot."""
+        self._probing = False
+
+
+_NOT_FAILURES = frozenset({Code.CIRCUIT_OPEN, Code.BULKHEAD_FULL, Code.SERVER_STARTING, Code.SERVER_UNAVAILABLE})
+
+
+def with_breaker(inner: Handler, breaker: CircuitBreaker) -> Handler:
+    async def handle(call: ToolCall) -> types.CallToolResult:
+        wait = breaker.check()
+        if wait is not None:
+            raise UpstreamError(
+                Code.CIRCUIT_OPEN,
+                f"Server '{call.server}' failed {breaker.failures} times in a row, so the proxy is giving it a rest. "
+                f"Retry in {math.ceil(wait)}s or use another tool.",
+                retry_after_ms=math.ceil(wait * 1000),
+                server=call.server,
+                tool=call.tool,
+            )
+        try:
+            result = await inner(call)
+        except UpstreamError as exc:
+            if exc.code in _NOT_FAILURES:
+                breaker.release_probe()
+            else:
+                breaker.record_failure()
+            raise
+        except BaseException:
+            breaker.release_probe()
+            raise
+        breaker.record_success()
+        return result
+
+    return handle
+
+
+class Bulkhead:
+    """At most ``limit`` calls at once; at most ``queue`` more wait, each at most ``wait`` seconds."""
+
+    def __init__(self, limit: int, queue: int, wait: float) -> None:
+        self.limit = limit
+        self.queue = queue
+        self.wait = wait
+        self.semaphore = anyio.Semaphore(limit)
+        self.waiting = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self.limit - self.semaphore.value
+
+
+def with_bulkhead(inner: Handler, bulkhead: Bulkhead) -> Handler:
+    def full(call: ToolCall, why: str) -> UpstreamError:
+        return UpstreamError(
+            Code.BULKHEAD_FULL,
+            f"Server '{call.server}' is busy with {bulkhead.limit} calls already ({why}). Retry in a few seconds.",
+            retry_after_ms=1000,
+            server=call.server,
+            tool=call.tool,
+        )
+
+    async def handle(call: ToolCall) -> types.CallToolResult:
+        semaphore = bulkhead.semaphore
+        if semaphore.value > 0:  # fast path: no queue
+            async with semaphore:
+                return await inner(call)
+        if bulkhead.waiting >= bulkhead.queue:
+            raise full(call, "the queue is full")
+        bulkhead.waiting += 1
+        try:
+            with anyio.move_on_after(bulkhead.wait) as scope:
+                await semaphore.acquire()
+            if scope.cancelled_caught:
+                raise full(call, f"waited {bulkhead.wait:g}s for a free slot")
+        finally:
+            bulkhead.waiting -= 1
+        try:
+            return await inner(call)
+        finally:
+            semaphore.release()
+
+    return handle
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int
+    """Extra attempts after the first."""
+    backoff: float
+    """Base delay in seconds; doubles each attempt, with full jitter."""
+    sleep: Sleep = anyio.sleep
+    rand: Callable[[], float] = random.random
+
+
+_RETRY_WHEN_SAFE = frozenset({Code.CONNECTION_LOST, Code.SERVER_ERROR, Code.RATE_LIMITED, Code.CONNECTION_FAILED})
+
+
+def with_retry(inner: Handler, policy: RetryPolicy, wait_ready: Callable[[float], Awaitable[bool]]) -> Handler:
+    """Send again only what is safe to send again, within the call's deadline.
+
+    ``wait_ready(seconds)`` waits for the upstream to be connected again (after a
+    session expiry) and says whether it is.
+    """
+
+    async def handle(call: ToolCall) -> types.CallToolResult:
+        while True:
+            call.attempts += 1
+            try:
+                return await inner(call)
+            except PatchbayError as exc:
+                if not _may_retry(exc, call, policy):
+                    raise
+                if isinstance(exc, SessionExpired):
+                    if not await wait_ready(call.deadline.remaining()):
+                        raise
+                    continue
+                delay = policy.backoff * (2 ** (call.attempts - 1)) * policy.rand()
+                if exc.retry_after_ms is not None:
+                    delay = max(delay, exc.retry_after_ms / 1000)
+                if delay >= call.deadline.remaining():
+                    raise
+                await policy.sleep(delay)
+
+    return handle
+
+
+def _may_retry(exc: PatchbayError, call: ToolCall, policy: RetryPolicy) -> bool:
+    if call.attempts > policy.attempts:
+        return False
+    if isinstance(exc, NotDelivered):
+        return exc.code is not Code.SERVER_STARTING
+    return call.retry_safe and exc.code in _RETRY_WHEN_SAFE
+
+
+def build_chain(
+    send: Handler,
+    *,
+    breaker: CircuitBreaker,
+    bulkhead: Bulkhead,
+    retry: RetryPolicy,
+    wait_ready: Callable[[float], Awaitable[bool]],
+) -> Handler:
+    """The documented order, innermost first as it is built."""
+    handler = with_retry(send, retry, wait_ready)
+    handler = with_bulkhead(handler, bulkhead)
+    handler = with_breaker(handler, breaker)
+    return with_deadline(handler)

@@ -1,0 +1,580 @@
+"""The downstream edge: the one MCP server the client sees.
+
+Handlers for the client's requests, built on the SDK's low-level ``Server``. This is
+the only place where an exception becomes what the client sees: a ``PatchbayError``
+becomes an ``isError`` tool result (``errors.to_result``), or a JSON-RPC error for
+requests that have no result form (prompts, resources) and for unknown tools when
+``unknown_tool`` is ``"error"``. Everything inside raises.
+
+The proxy also stands in for the client towards the upstreams (``Downstream``):
+sampling, elicitation and roots requests and upstream notifications are passed to
+the client over the session captured when the client first spoke.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay import __version__
+from mcp_patchbay.catalog import CatalogTool, owner_of_uri
+from mcp_patchbay.config import Config
+from mcp_patchbay.errors import (
+    ClientError,
+    Code,
+    PatchbayError,
+    UpstreamError,
+    clip,
+    to_mcp_error,
+    to_result,
+)
+from mcp_patchbay.messages import hidden_tool, unknown_name
+from mcp_patchbay.policies import Deadline, ToolCall
+from mcp_patchbay.supervisor import Supervisor
+from mcp_patchbay.upstream import Connector, State, Upstream
+
+logger = logging.getLogger("mcp_patchbay.server")
+
+STATUS_URI = "patchbay://status"
+STATUS_TOOL = "patchbay__status"
+CLIENT_HELLO_WAIT = 2.0
+"""Upstreams start once the client's first request arrives (it names the client's
+features) or after this long, whichever comes first."""
+
+RESOURCE_NOT_FOUND = -32002
+
+
+class Proxy:
+    """The proxy for one client connection (stdio serves exactly one)."""
+
+    def __init__(self, config: Config, *, connector: Connector | None = None) -> None:
+        self.config = config
+        self.settings = config.settings
+        self._session: ServerSession | None = None
+        self._client_caps: types.ClientCapabilities | None = None
+        self._client_hello = anyio.Event()
+        self._listed_tools = False
+        self.supervisor = Supervisor(config, downstream=self, wait_for_client=self._await_client, connector=connector)
+        self.supervisor.listeners.append(self._on_catalog_change)
+        self._pending_changes: set[str] = set()
+        self._changes = anyio.Event()
+        self.server = self._build_server()
+
+    # --- wiring ---------------------------------------------------------------------------
+
+    def _build_server(self) -> Server[Any]:
+        server: Server[Any] = Server(
+            "mcp-patchbay",
+            version=__version__,
+            instructions=None,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource,
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+            on_completion=self._complete,
+            on_set_logging_level=self._set_level,
+            on_roots_list_changed=self._roots_changed,
+        )
+        server.middleware.append(self._observe)
+        return server
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(
+            NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        )
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The proxy's background work (upstreams, change notifications), until cancelled."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.supervisor.run)
+            tg.start_soon(self._send_changes)
+            task_status.started()
+
+    async def serve(self, read_stream: Any, write_stream: Any) -> None:
+        """Serve one client over the given streams until it goes away."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+            try:
+                await self.server.run(read_stream, write_stream, self.initialization_options())
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: learn who the client is from its first request."""
+        if not self._client_hello.is_set() and ctx.request_id is not None:
+            self._session = ctx.session
+            if ctx.method == "initialize":
+                try:
+                    init = types.InitializeRequestParams.model_validate(ctx.params or {}, by_name=False)
+                    self._client_caps = init.capabilities
+                    logger.info(
+                        "client %s %s connected (protocol %s)",
+                        init.client_info.name,
+                        init.client_info.version,
+                        init.protocol_version,
+                    )
+                except Exception:
+                    logger.debug("could not read the client's initialize params", exc_info=True)
+            else:
+                self._client_caps = ctx.session.client_capabilities
+            self._client_hello.set()
+        return await call_next(ctx)
+
+    async def _await_client(self) -> None:
+        with anyio.move_on_after(CLIENT_HELLO_WAIT):
+            await self._client_hello.wait()
+
+    # --- change notifications -------------------------------------------------------------
+
+    def _on_catalog_change(self, kinds: set[str]) -> None:
+        self._pending_changes |= kinds
+        self._changes.set()
+
+    async def _send_changes(self) -> None:
+        while True:
+            await self._changes.wait()
+            self._changes = anyio.Event()
+            kinds, self._pending_changes = self._pending_changes, set()
+            session = self._session
+            if session is None:
+                continue
+            try:
+                if "tools" in kinds and self._listed_tools:
+                    await session.send_tool_list_changed()
+                if "prompts" in kinds:
+                    await session.send_prompt_list_changed()
+                if "resources" in kinds:
+                    await session.send_resource_list_changed()
+                logger.debug("told the client that %s changed", ", ".join(sorted(kinds)))
+            except Exception:
+                logger.debug("could not send list_changed", exc_info=True)
+
+    # --- tools ----------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        await self.supervisor.wait_startup()
+        self._listed_tools = True
+        tools = self.supervisor.catalog.tools
+        if self.settings.status_tool:
+            tools = [*tools, _status_tool()]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        started = time.monotonic()
+        called = params.name
+        target = self.supervisor.catalog.by_exposed.get(called)
+        server: str | None = None
+        try:
+            if target is None and not self.supervisor.started:
+                await self.supervisor.wait_startup()
+                target = self.supervisor.catalog.by_exposed.get(called)
+            if target is None:
+                if called == STATUS_TOOL and self.settings.status_tool:
+                    return self._status_result()
+                target = self._resolve(called)
+            server = target.server
+            upstream = self.supervisor.upstreams.get(server)
+            if upstream is None:
+                raise UpstreamError(
+                    Code.SERVER_UNAVAILABLE, f"Server '{server}' was removed from the config.", server=server
+                )
+            if target.checker is not None:
+                problems = target.checker.problems(params.arguments)
+                if problems:
+                    raise ClientError(
+                        Code.INVALID_ARGUMENTS,
+                        f"Invalid arguments for '{target.exposed}': " + "; ".join(problems) + ". Fix them and call "
+                        "again.",
+                        server=server,
+                        tool=target.upstream_name,
+                    )
+            self.supervisor.status.record_call(server, target.upstream_name)
+            result = await upstream.chain(self._tool_call(ctx, upstream, target, params))
+            result = self._bounded(result, target)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "call %s -> %s/%s ok%s in %.1f ms",
+                    called,
+                    server,
+                    target.upstream_name,
+                    " (tool reported isError)" if result.is_error else "",
+                    (time.monotonic() - started) * 1000,
+                )
+            return result
+        except PatchbayError as error:
+            return self._fail(error, called, target, server, started)
+        except Exception as exc:  # a bug of ours: the session still goes on
+            logger.exception("unexpected error in tools/call %r", called)
+            error = UpstreamError(
+                Code.INTERNAL_ERROR,
+                "An unexpected error occurred in the proxy while running this tool. Retry once; if it persists, "
+                "tell the user.",
+                detail=repr(exc),
+                server=server,
+            )
+            return self._fail(error, called, target, server, started)
+
+    def _resolve(self, called: str) -> CatalogTool:
+        catalog = self.supervisor.catalog
+        resolver = catalog.tool_resolver
+        assert resolver is not None
+        resolution = resolver.resolve(called)
+        if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
+            target = catalog.by_exposed[resolution.entry.exposed]
+            logger.info("resolved tool name %r to %r (rule: %s)", called, target.exposed, resolution.rule)
+            return target
+        if resolution.kind == "hidden":
+            raise hidden_tool(resolution)
+        if resolution.kind == "server_unavailable" and resolution.server is not None:
+            upstream = self.supervisor.upstreams.get(resolution.server)
+            if upstream is not None:
+                raise upstream.unavailable_error()
+        raise unknown_name(resolution, resolver)
+
+    def _tool_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        upstream: Upstream,
+        target: CatalogTool,
+        params: types.CallToolRequestParams,
+    ) -> ToolCall:
+        token = ctx.meta.get("progress_token") if ctx.meta else None
+        on_progress = None
+        if token is not None:
+            session = ctx.session
+            request_id = ctx.request_id
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                await session.send_progress_notification(
+                    token,
+                    progress,
+                    total,
+                    message,
+                    related_request_id=str(request_id) if request_id is not None else None,
+                )
+
+        return ToolCall(
+            server=upstream.name,
+            tool=target.upstream_name,
+            arguments=params.arguments,
+            deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
+            retry_safe=target.retry_safe,
+            on_progress=on_progress,
+        )
+
+    def _fail(
+        self, error: PatchbayError, called: str, target: CatalogTool | None, server: str | None, started: float
+    ) -> types.CallToolResult:
+        server = server or error.server
+        tool = target.upstream_name if target is not None else error.tool
+        self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
+        level = logging.WARNING if isinstance(error, ClientError) or error.code is Code.SERVER_STARTING else logging.ERROR
+        logger.log(
+            level,
+            "tools/call %r%s failed: %s %s | %s",
+            called,
+            f" -> {server}/{tool}" if server and tool else "",
+            error.code.value,
+            error.message,
+            f"detail: {error.detail}; " if error.detail else "" + f"{(time.monotonic() - started) * 1000:.0f} ms",
+            exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
+        )
+        if self.settings.unknown_tool == "error" and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS):
+            raise to_mcp_error(error)
+        return to_result(error)
+
+    def _bounded(self, result: types.CallToolResult, target: CatalogTool) -> types.CallToolResult:
+        """Apply ``max_result_bytes``: truncate text with a note; refuse oversize structured content."""
+        limit = self.settings.max_result_bytes
+        size = 0
+        for block in result.content:
+            if isinstance(block, types.TextContent):
+                size += len(block.text)
+            elif isinstance(block, types.ImageContent | types.AudioContent):
+                size += len(block.data)
+            elif isinstance(block, types.EmbeddedResource):
+                resource = block.resource
+                size += len(resource.text) if isinstance(resource, types.TextResourceContents) else len(resource.blob)
+        structured = result.structured_content
+        structured_size = len(json.dumps(structured)) if structured is not None and size * 2 < limit else 0
+        if size + structured_size <= limit:
+            return result
+        if structured is not None and len(json.dumps(structured)) > limit:
+            raise UpstreamError(
+                Code.RESULT_TOO_LARGE,
+                f"The result of '{target.exposed}' is too large to return ({len(json.dumps(structured)):,} bytes of "
+                f"structured content; the limit is {limit:,}). Ask for less, for example with a narrower query.",
+                server=target.server,
+                tool=target.upstream_name,
+            )
+        return _truncate(result, limit)
+
+    def _status_result(self) -> types.CallToolResult:
+        snapshot = self.status_snapshot()
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(snapshot, indent=1))],
+            structured_content=snapshot,
+        )
+
+    def status_snapshot(self) -> dict[str, Any]:
+        return self.supervisor.status.snapshot({n: u.status() for n, u in self.supervisor.upstreams.items()})
+
+    # --- resources ------------------------------------------------------------------------
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        await self.supervisor.wait_startup()
+        status = types.Resource(
+            uri=STATUS_URI,
+            name="patchbay-status",
+            title="mcp-patchbay status",
+            description="Health of every upstream server: state, errors by code, restarts, breaker state.",
+            mime_type="application/json",
+        )
+        return types.ListResourcesResult(resources=[*self.supervisor.catalog.resources, status])
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        await self.supervisor.wait_startup()
+        return types.ListResourceTemplatesResult(resource_templates=self.supervisor.catalog.templates)
+
+    def _owner(self, uri: str) -> list[Upstream]:
+        """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
+        owner = owner_of_uri(self.supervisor.catalog, uri)
+        upstreams = self.supervisor.upstreams
+        if owner is not None and owner in upstreams:
+            return [upstreams[owner]]
+        return [
+            u
+            for u in upstreams.values()
+            if u.state is State.READY and u.capabilities is not None and u.capabilities.resources is not None
+        ]
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri == STATUS_URI:
+            text = json.dumps(self.status_snapshot(), indent=1)
+            return types.ReadResourceResult(
+                contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
+            )
+        candidates = self._owner(uri)
+        last: PatchbayError | None = None
+        for upstream in candidates:
+            try:
+                return await upstream.request(
+                    types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
+                    types.ReadResourceResult,
+                    what="resources/read",
+                )
+            except PatchbayError as error:
+                last = error
+                if len(candidates) == 1:
+                    logger.warning("resources/read %r on '%s' failed: %s", uri, upstream.name, error.detail)
+                    raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+        logger.warning("resources/read %r: no server has it (%s)", uri, last.detail if last else "no candidates")
+        raise MCPError(RESOURCE_NOT_FOUND, clip(f"Resource not found: {uri}. List resources to see what exists."))
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        return await self._subscription(params.uri, types.SubscribeRequest(params=params))
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        return await self._subscription(params.uri, types.UnsubscribeRequest(params=params))
+
+    async def _subscription(self, uri: Any, request: Any) -> types.EmptyResult:
+        candidates = self._owner(str(uri))[:1]
+        for upstream in candidates:
+            try:
+                await upstream.request(request, types.EmptyResult, what="resources/subscribe")
+            except PatchbayError as error:
+                raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+            return types.EmptyResult()
+        raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
+
+    # --- prompts and completion -----------------------------------------------------------
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        await self.supervisor.wait_startup()
+        return types.ListPromptsResult(prompts=self.supervisor.catalog.prompts)
+
+    def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
+        catalog = self.supervisor.catalog
+        target = catalog.prompts_by_exposed.get(called)
+        if target is None:
+            resolver = catalog.prompt_resolver
+            assert resolver is not None
+            resolution = resolver.resolve(called)
+            if resolution.kind not in ("exact", "resolved") or resolution.entry is None:
+                if resolution.kind == "server_unavailable" and resolution.server in self.supervisor.upstreams:
+                    raise to_mcp_error(self.supervisor.upstreams[resolution.server].unavailable_error())
+                raise to_mcp_error(unknown_name(resolution, resolver, kind="prompt"))
+            target = catalog.prompts_by_exposed[resolution.entry.exposed]
+        upstream = self.supervisor.upstreams.get(target.server)
+        if upstream is None:
+            raise MCPError(types.INVALID_PARAMS, f"Server '{target.server}' was removed from the config.")
+        return upstream, target.upstream_name
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        upstream, name = self._resolve_prompt(params.name)
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=params.arguments))
+        try:
+            return await upstream.request(request, types.GetPromptResult, what="prompts/get")
+        except PatchbayError as error:
+            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            upstream, name = self._resolve_prompt(ref.name)
+            params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
+        else:
+            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(self.supervisor.catalog, ref.uri)
+            if owner is None or owner not in self.supervisor.upstreams:
+                return types.CompleteResult(completion=types.Completion(values=[]))
+            upstream = self.supervisor.upstreams[owner]
+        if upstream.capabilities is None or upstream.capabilities.completions is None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        try:
+            return await upstream.request(
+                types.CompleteRequest(params=params), types.CompleteResult, what="completion/complete"
+            )
+        except PatchbayError as error:
+            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+
+    # --- logging and roots ----------------------------------------------------------------
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        async with anyio.create_task_group() as tg:
+            for upstream in self.supervisor.upstreams.values():
+                caps = upstream.capabilities
+                if upstream.state is State.READY and caps is not None and caps.logging is not None:
+                    tg.start_soon(_quietly, upstream, types.SetLevelRequest(params=params))
+        return types.EmptyResult()
+
+    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
+        for upstream in self.supervisor.upstreams.values():
+            await upstream.send_notification(types.RootsListChangedNotification())
+
+    # --- Downstream: the upstreams' way to the client --------------------------------------
+
+    def client_capabilities(self) -> types.ClientCapabilities | None:
+        return self._client_caps
+
+    async def create_message(
+        self, server: str, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self._ask_client(server, types.CreateMessageRequest(params=params), types.CreateMessageResult)
+
+    async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        upstream = self.supervisor.upstreams.get(server)
+        if upstream is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="server removed")
+        with upstream.paused_deadlines():
+            return await self._ask_client(server, types.ElicitRequest(params=params), types.ElicitResult)
+
+    async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask_client(server, types.ListRootsRequest(), types.ListRootsResult)
+
+    async def _ask_client(self, server: str, request: Any, result_type: type[Any]) -> Any:
+        session = self._session
+        if session is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
+        try:
+            return await session.send_request(request, result_type)
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:
+            logger.warning("forwarding %s from '%s' to the client failed: %r", request.method, server, exc)
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR, message=f"The client could not answer {request.method} through the proxy."
+            )
+
+    async def notify(self, server: str, notification: types.ServerNotification) -> None:
+        session = self._session
+        if session is None:
+            return
+        match notification:
+            case types.LoggingMessageNotification(params=p):
+                logger_name = f"{server}/{p.logger}" if p.logger else server
+                await session.send_notification(
+                    types.LoggingMessageNotification(
+                        params=types.LoggingMessageNotificationParams(level=p.level, logger=logger_name, data=p.data)
+                    )
+                )
+            case types.ResourceUpdatedNotification():
+                await session.send_notification(notification)
+            case _:
+                pass
+
+
+async def _quietly(upstream: Upstream, request: Any) -> None:
+    try:
+        await upstream.request(request, types.EmptyResult, what="logging/setLevel")
+    except PatchbayError as error:
+        logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
+
+
+def _status_tool() -> types.Tool:
+    return types.Tool(
+        name=STATUS_TOOL,
+        description="Health of the proxy's upstream servers: state, errors by code, restarts. Takes no arguments.",
+        input_schema={"type": "object", "properties": {}},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+
+
+def _truncate(result: types.CallToolResult, limit: int) -> types.CallToolResult:
+    remaining = limit
+    cut_total = 0
+    blocks: list[Any] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            if len(block.text) > remaining:
+                cut = len(block.text) - remaining
+                cut_total += cut
+                block = block.model_copy(update={"text": block.text[:remaining]})
+            remaining -= len(block.text)
+        blocks.append(block)
+    note = (
+        f"[mcp-patchbay: this result was truncated: {cut_total:,} of {cut_total + limit:,} characters were cut "
+        f"to stay under the {limit:,}-byte limit. Ask for less to see everything.]"
+    )
+    blocks.append(types.TextContent(type="text", text=note))
+    return result.model_copy(update={"content": blocks})
+
+
+__all__ = ["STATUS_URI", "Proxy"]

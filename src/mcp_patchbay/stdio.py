@@ -1,0 +1,240 @@
+"""The stdio transport to an upstream server process.
+
+Modelled on the SDK's ``stdio_client`` (same wire format, same shutdown order:
+close stdin, wait, terminate the process tree), with what a proxy needs on top:
+
+- the process handle, so a death is seen at once and reported with its exit code;
+- the last lines of the server's stderr, kept for the log when it dies early;
+- lines on stdout that are not JSON-RPC are logged as garbage, never fatal;
+- the child's environment is the proxy's own plus the entry's ``env``
+  (users expect the variables they gave the proxy to reach their servers).
+
+POSIX runs the child in its own session (process group) so the whole tree is stopped;
+Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger(__name__)
+
+STDERR_TAIL_LINES = 20
+GRACE_SECONDS = 2.0
+"""How long a server gets to exit after its stdin closes, and again after SIGTERM."""
+
+_SECRET_PATTERNS = re.compile(
+    r"(?i)(bearer\s+|token[=:]\s*|api[_-]?key[=:]\s*|password[=:]\s*|secret[=:]\s*|authorization[=:]\s*)(\S+)"
+)
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """Remove credentials from text meant for a log: known values and obvious key=value forms."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _SECRET_PATTERNS.sub(r"\1***", text)
+
+
+@dataclass
+class ProcessWatch:
+    """What the proxy knows about a running upstream process."""
+
+    pid: int
+    returncode: int | None = None
+    stderr_tail: deque[str] = field(default_factory=lambda: deque[str](maxlen=STDERR_TAIL_LINES))
+    garbage_lines: int = 0
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    stdout_closed: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the server's stdout ends: the connection is over even if the process lingers."""
+    secrets: tuple[str, ...] = ()
+
+    def describe_exit(self) -> str:
+        """For the developer's log: exit code and the stderr tail, cleaned of secrets."""
+        code = "unknown" if self.returncode is None else str(self.returncode)
+        tail = "\n    ".join(redact(line, self.secrets) for line in self.stderr_tail)
+        return f"exit code {code}" + (f"; last stderr lines:\n    {tail}" if tail else "; no stderr output")
+
+
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+
+
+def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
+    return {**os.environ, **(extra or {})}
+
+
+@asynccontextmanager
+async def stdio_transport(
+    server: str,
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage], ProcessWatch]]:
+    """Spawn ``command`` and yield (read stream, write stream, process watch).
+
+    Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
+    The read stream ends as soon as the process's stdout closes, so every request
+    pending on it fails at once instead of waiting for a timeout.
+    """
+    full_env = child_environment(env)
+    process = await _spawn(command, list(args), full_env, cwd)
+    watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
+    log = logger.getChild(server)
+    log.debug("spawned pid %d: %s %s", process.pid, command, " ".join(args))
+
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        try:
+            async with read_writer:
+                async for chunk in process.stdout:
+                    buffer += chunk
+                    if b"\n" not in chunk:
+                        continue
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        message = _parse(line, watch, log)
+                        if message is not None:
+                            await read_writer.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            pass
+        finally:
+            watch.stdout_closed.set()
+            # Keep draining so a server flushing output can still exit.
+            with anyio.CancelScope(shield=True), suppress(Exception):
+                async for _ in process.stdout:
+                    pass
+
+    async def read_stderr() -> None:
+        if process.stderr is None:
+            return
+        pending = b""
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            async for chunk in process.stderr:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    text = raw.decode("utf-8", "replace").rstrip()
+                    if text:
+                        watch.stderr_tail.append(text)
+                        log.debug("stderr: %s", redact(text, watch.secrets))
+        if pending.strip():
+            watch.stderr_tail.append(pending.decode("utf-8", "replace").rstrip())
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+
+    async def wait_exit() -> None:
+        watch.returncode = await process.wait()
+        watch.exited.set()
+        log.debug("pid %d exited with %s", process.pid, watch.returncode)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(read_stderr)
+        tg.start_soon(write_stdin)
+        tg.start_soon(wait_exit)
+        try:
+            yield read_stream, write_stream, watch
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, watch)
+                for stream in (read_stream, write_stream, read_writer, write_reader):
+                    await stream.aclose()
+            tg.cancel_scope.cancel()
+
+
+def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> SessionMessage | None:
+    stripped = line.strip()
+    if not stripped:
+        return None
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(stripped, by_name=False))
+    except ValueError:
+        watch.garbage_lines += 1
+        level = logging.WARNING if watch.garbage_lines <= 5 else logging.DEBUG
+        log.log(
+            level,
+            "wrote a line to stdout that is not JSON-RPC (stdout must carry only the protocol; "
+            "log to stderr instead): %.200r",
+            redact(stripped.decode("utf-8", "replace"), watch.secrets),
+        )
+        return None
+
+
+def resolve_command(command: str, env: Mapping[str, str]) -> str:
+    """The command on the child's PATH, else beside our own interpreter.
+
+    The second place lets a config name tools installed in patchbay's own virtualenv
+    (``mcp-server-time``) without that virtualenv being activated by the client.
+    """
+    if os.path.dirname(command):
+        return command
+    search = os.pathsep.join(filter(None, [env.get("PATH", os.defpath), os.path.dirname(sys.executable)]))
+    return shutil.which(command, path=search) or command
+
+
+async def _spawn(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> anyio.abc.Process | Any:
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        from mcp.os.win32.utilities import create_windows_process, get_windows_executable_command
+
+        resolved = await anyio.to_thread.run_sync(get_windows_executable_command, command)
+        return await create_windows_process(resolved, args, env, sys.stderr, cwd)
+    return await anyio.open_process(
+        [resolve_command(command, env), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
+    """Close stdin, give the server a grace period, then stop its whole tree."""
+    with suppress(Exception):
+        await process.stdin.aclose()
+    with anyio.move_on_after(GRACE_SECONDS):
+        await watch.exited.wait()
+    if sys.platform == "win32":  # pragma: no cover
+        from mcp.os.win32.utilities import terminate_windows_process_tree
+
+        if not watch.exited.is_set():
+            await terminate_windows_process_tree(process)
+    else:
+        # Always signal the group: the leader may be gone while its children live on.
+        from mcp.os.posix.utilities import terminate_posix_process_tree
+
+        await terminate_posix_process_tree(process, GRACE_SECONDS)
+    with anyio.move_on_after(GRACE_SECONDS):
+        await watch.exited.wait()
+    if not watch.exited.is_set():
+        logger.warning("upstream pid %d is still alive after SIGKILL; abandoning it", watch.pid)

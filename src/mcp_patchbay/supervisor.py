@@ -1,0 +1,199 @@
+"""All upstreams together: start them concurrently, wait for them boundedly, keep the catalog.
+
+Every upstream runs in its own task in the supervisor's task group, so one that
+hangs, crashes or raises never blocks or harms another. Whenever an upstream's
+state or lists change, the catalog is rebuilt (once per change, never per call) and
+the change is passed on to the listeners, which tell the client.
+
+``apply`` takes a new config while running: added servers start, removed ones stop,
+changed ones restart, unchanged ones are not touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+
+from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
+from mcp_patchbay.config import Config, ServerEntry
+from mcp_patchbay.status import StatusRegistry
+from mcp_patchbay.upstream import Connector, Downstream, State, Upstream
+
+logger = logging.getLogger("mcp_patchbay.supervisor")
+
+ChangeListener = Callable[[set[str]], None]
+"""Called with the kinds of list that changed: "tools", "prompts", "resources"."""
+
+
+@dataclass
+class Supervisor:
+    config: Config
+    downstream: Downstream | None = None
+    wait_for_client: Callable[[], Awaitable[None]] | None = None
+    connector: Connector | None = None
+
+    upstreams: dict[str, Upstream] = field(default_factory=lambda: dict[str, Upstream]())
+    catalog: Catalog = field(default_factory=Catalog)
+    status: StatusRegistry = field(default_factory=StatusRegistry)
+    listeners: list[ChangeListener] = field(default_factory=lambda: list[ChangeListener]())
+    started_at: float = field(default_factory=time.monotonic)
+    _checkers: CheckerCache = field(default_factory=lambda: CheckerCache())
+    _tg: anyio.abc.TaskGroup | None = None
+    _scopes: dict[str, anyio.CancelScope] = field(default_factory=lambda: dict[str, anyio.CancelScope]())
+    _all_started: anyio.Event = field(default_factory=anyio.Event)
+    _signature: tuple[list[str], list[str], list[str]] | None = None
+
+    @property
+    def settings(self):  # noqa: ANN201 - Settings, re-exported for handlers
+        return self.config.settings
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start every upstream and supervise them until cancelled."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            self._rebuild()
+            for entry in self.config.servers:
+                self._start(entry)
+            tg.start_soon(self._watch_first_attempts)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    def _start(self, entry: ServerEntry) -> None:
+        assert self._tg is not None
+        if entry.problem is not None:
+            level = logging.WARNING
+            logger.log(level, "server '%s' is not started: %s", entry.name, entry.problem)
+        upstream = Upstream(
+            entry,
+            self.config.settings,
+            on_change=self._on_change,
+            downstream=self.downstream,
+            wait_for_client=self.wait_for_client,
+            connector=self.connector,
+        )
+        self.upstreams[entry.name] = upstream
+        scope = anyio.CancelScope()
+        self._scopes[entry.name] = scope
+        self._tg.start_soon(self._run_upstream, upstream, scope)
+
+    async def _run_upstream(self, upstream: Upstream, scope: anyio.CancelScope) -> None:
+        with scope:
+            try:
+                await upstream.run()
+            except Exception:  # run() never raises by contract; this is the last line of defence
+                logger.exception("supervising '%s' failed", upstream.name)
+        upstream.first_attempt_done.set()
+
+    async def _watch_first_attempts(self) -> None:
+        for upstream in list(self.upstreams.values()):
+            await upstream.first_attempt_done.wait()
+        self._all_started.set()
+        ready = sum(1 for u in self.upstreams.values() if u.state is State.READY)
+        logger.info(
+            "startup complete in %.0f ms: %d of %d servers ready, %d tools",
+            (time.monotonic() - self.started_at) * 1000,
+            ready,
+            len(self.upstreams),
+            len(self.catalog.tools),
+        )
+
+    @property
+    def started(self) -> bool:
+        """Every upstream has finished its first connection attempt."""
+        return self._all_started.is_set()
+
+    async def wait_startup(self) -> None:
+        """Until every upstream finished its first attempt, but never past ``startup_wait`` from launch."""
+        if self._all_started.is_set():
+            return
+        remaining = self.started_at + self.config.settings.startup_wait - time.monotonic()
+        with anyio.move_on_after(max(0.0, remaining)):
+            await self._all_started.wait()
+
+    # --- changes -------------------------------------------------------------------------
+
+    def _on_change(self, upstream: Upstream) -> None:
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        sources: list[Source] = []
+        for entry in self.config.servers:
+            upstream = self.upstreams.get(entry.name)
+            if upstream is None:
+                sources.append(Source(entry.name, unavailable="still starting"))
+                continue
+            spec = entry.spec
+            unavailable = None
+            if upstream.state in (State.INVALID, State.DISABLED, State.FAILED, State.STOPPED):
+                unavailable = upstream.reason()
+            listing = upstream.listing
+            sources.append(
+                Source(
+                    entry.name,
+                    tools=listing.tools,
+                    prompts=listing.prompts,
+                    resources=listing.resources,
+                    templates=listing.templates,
+                    tool_filter=spec.tools if spec is not None else None,
+                    unavailable=unavailable,
+                )
+            )
+        settings = self.config.settings
+        self.catalog = build_catalog(
+            sources,
+            separator=settings.separator,
+            max_length=settings.max_name_length,
+            validate_arguments=settings.validate_arguments,
+            checkers=self._checkers,
+        )
+        signature = (
+            self.catalog.tool_signature(),
+            [p.model_dump_json(by_alias=True, exclude_none=True) for p in self.catalog.prompts],
+            [str(r.uri) for r in self.catalog.resources] + [t.uri_template for t in self.catalog.templates],
+        )
+        previous, self._signature = self._signature, signature
+        if previous is None:
+            return
+        changed = {kind for kind, old, new in zip(("tools", "prompts", "resources"), previous, signature, strict=True)
+                   if old != new}
+        if changed:
+            for listener in self.listeners:
+                listener(changed)
+
+    # --- config reload -------------------------------------------------------------------
+
+    def apply(self, new: Config) -> None:
+        """Switch to ``new``: start added servers, stop removed ones, restart changed ones."""
+        old = {e.name: e for e in self.config.servers}
+        fresh = {e.name: e for e in new.servers}
+        if new.settings != self.config.settings:
+            logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
+            new = Config(path=new.path, settings=self.config.settings, servers=new.servers)
+        self.config = new
+        for name, entry in old.items():
+            if fresh.get(name) != entry:
+                self._stop(name)
+        for name, entry in fresh.items():
+            if old.get(name) != entry:
+                logger.info("config: %s server '%s'", "restarting" if name in old else "adding", name)
+                self._start(entry)
+        self._rebuild()
+
+    def _stop(self, name: str) -> None:
+        upstream = self.upstreams.pop(name, None)
+        scope = self._scopes.pop(name, None)
+        if upstream is not None:
+            logger.info("config: stopping server '%s'", name)
+            upstream.stop()
+        if scope is not None:
+            scope.cancel()
+
+    async def aclose(self) -> None:
+        for name in list(self.upstreams):
+            self._stop(name)
+

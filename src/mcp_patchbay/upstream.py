@@ -1,0 +1,671 @@
+"""One upstream server: its transport, its session, its restarts, its state.
+
+An ``Upstream`` runs as one task for its whole life (``run``): connect, read its
+lists, serve until the connection is lost, wait with exponential backoff and
+jitter, connect again. Each connection lives inside a single cancel scope whose
+deadline bounds spawn + initialize (``connect_timeout``) and is lifted once the
+session is ready, so startup is bounded without breaking the scope nesting of the
+SDK's transports. Whatever escapes a transport (ExceptionGroups from HTTP
+clients included) is caught here, so one upstream can never take down another.
+
+Tool calls go through ``chain``, the policies of ``policies.build_chain`` around
+``send_call``, built once.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay import __version__
+from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
+from mcp_patchbay.errors import (
+    Code,
+    NotDelivered,
+    PatchbayError,
+    UpstreamError,
+    from_http_status,
+    translate,
+)
+from mcp_patchbay.policies import Bulkhead, CircuitBreaker, Deadline, Handler, RetryPolicy, ToolCall, build_chain
+from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
+
+logger = logging.getLogger("mcp_patchbay.upstream")
+
+CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
+STABLE_AFTER = 60.0
+"""A connection that lived this long resets the restart backoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An open transport to an upstream: its streams, and what tells us it ended."""
+
+    read: Any
+    write: Any
+    closed: anyio.Event | None = None
+    """Set when the transport ended on its own (a stdio server's stdout closed)."""
+    watch: ProcessWatch | None = None
+
+
+Connector = Callable[[str, "StdioSpec | RemoteSpec"], AbstractAsyncContextManager[Link]]
+"""Opens a ``Link`` for a server; tests pass one that connects in-memory servers."""
+
+
+class State(enum.StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    INVALID = "invalid"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What an upstream offers, as last read. Kept while it restarts."""
+
+    tools: tuple[types.Tool, ...] = ()
+    resources: tuple[types.Resource, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
+    prompts: tuple[types.Prompt, ...] = ()
+
+
+class Downstream(Protocol):
+    """What an upstream may ask of the client on the other side of the proxy."""
+
+    def client_capabilities(self) -> types.ClientCapabilities | None: ...
+
+    async def create_message(
+        self, server: str, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData: ...
+
+    async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData: ...
+
+    async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData: ...
+
+    async def notify(self, server: str, notification: types.ServerNotification) -> None: ...
+
+
+@dataclass
+class HttpStatusMemo:
+    """Statuses the proxy's HTTP client saw, since the SDK reports most of them as one generic error."""
+
+    status: int | None = None
+    retry_after: str | None = None
+    at: float = 0.0
+
+    async def hook(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.status = response.status_code
+            self.retry_after = response.headers.get("retry-after")
+            self.at = time.monotonic()
+
+    def take_recent(self, within: float = 30.0) -> tuple[int, str | None] | None:
+        if self.status is None or time.monotonic() - self.at > within:
+            return None
+        status, retry_after = self.status, self.retry_after
+        self.status = None
+        return status, retry_after
+
+
+@dataclass
+class Upstream:
+    entry: ServerEntry
+    settings: Settings
+    on_change: Callable[[Upstream], None]
+    downstream: Downstream | None = None
+    wait_for_client: Callable[[], Awaitable[None]] | None = None
+    connector: Connector | None = None
+
+    state: State = State.STARTING
+    listing: Listing = field(default_factory=Listing)
+    error: PatchbayError | None = None
+    restarts: int = 0
+    ready_since: float | None = None
+    first_ready_after: float | None = None
+    server_info: types.Implementation | None = None
+    capabilities: types.ServerCapabilities | None = None
+    first_attempt_done: anyio.Event = field(default_factory=anyio.Event)
+
+    _session: ClientSession | None = None
+    _ready: anyio.Event = field(default_factory=anyio.Event)
+    _lost: anyio.Event = field(default_factory=anyio.Event)
+    _http: HttpStatusMemo = field(default_factory=HttpStatusMemo)
+    _stopping: bool = False
+    _created: float = field(default_factory=time.monotonic)
+    _deadlines: set[Deadline] = field(default_factory=lambda: set[Deadline]())
+
+    def __post_init__(self) -> None:
+        self.name = self.entry.name
+        self.log = logger.getChild(self.name)
+        settings = self.settings
+        spec = self.entry.spec
+        limit = (spec.max_concurrency if spec is not None else None) or settings.max_concurrency
+        self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown)
+        self.bulkhead = Bulkhead(limit, queue=limit * 4, wait=settings.queue_timeout)
+        self.chain: Handler = build_chain(
+            self.send_call,
+            breaker=self.breaker,
+            bulkhead=self.bulkhead,
+            retry=RetryPolicy(settings.retry_attempts, settings.retry_backoff),
+            wait_ready=self.wait_ready,
+        )
+        if spec is None:
+            self.state = State.INVALID
+        elif spec.disabled:
+            self.state = State.DISABLED
+
+    # --- what callers ask -------------------------------------------------------------
+
+    @property
+    def spec(self) -> StdioSpec | RemoteSpec | None:
+        return self.entry.spec
+
+    @property
+    def transport(self) -> str:
+        spec = self.entry.spec
+        return "-" if spec is None else spec.transport
+
+    def timeout_for(self, tool: str) -> float:
+        spec = self.entry.spec
+        if spec is not None:
+            if (per_tool := spec.tool_timeouts.get(tool)) is not None:
+                return per_tool
+            if spec.timeout is not None:
+                return spec.timeout
+        return self.settings.timeout
+
+    def reason(self) -> str:
+        """Why this upstream cannot serve now, in plain words (empty when ready)."""
+        if self.state is State.READY:
+            return ""
+        if self.state is State.DISABLED:
+            return "disabled in the config"
+        if self.state is State.INVALID:
+            return f"config error: {self.entry.problem}"
+        if self.error is not None:
+            return self.error.message
+        return "still starting"
+
+    def unavailable_error(self) -> PatchbayError:
+        where = f"'{self.name}'"
+        if self.state is State.DISABLED:
+            return UpstreamError(
+                Code.SERVER_UNAVAILABLE,
+                f"Server {where} is disabled in the proxy's config, so its tools cannot be used. Use another tool "
+                "or tell the user.",
+                server=self.name,
+            )
+        if self.state is State.INVALID:
+            return UpstreamError(
+                Code.SERVER_UNAVAILABLE,
+                f"Server {where} is unavailable: its entry in the proxy's config has a mistake. Tell the user to "
+                "run 'mcp-patchbay check'.",
+                detail=self.entry.problem,
+                server=self.name,
+            )
+        if self.state is State.FAILED:
+            why = self.error.message if self.error is not None else "it failed to start"
+            return UpstreamError(
+                Code.SERVER_UNAVAILABLE,
+                f"Server {where} is unavailable. {why}",
+                server=self.name,
+            )
+        if self.state is State.STOPPED:
+            return UpstreamError(Code.SERVER_UNAVAILABLE, f"Server {where} was removed or stopped.", server=self.name)
+        verb = "is restarting" if self.state is State.RESTARTING else "is still starting"
+        return NotDelivered(
+            Code.SERVER_STARTING,
+            f"Server {where} {verb}. Retry in a few seconds.",
+            detail=self.error.detail if self.error is not None else None,
+            retry_after_ms=2000,
+            server=self.name,
+        )
+
+    async def wait_ready(self, timeout: float) -> bool:
+        if self._session is not None:
+            return True
+        with anyio.move_on_after(max(0.0, timeout)):
+            await self._ready.wait()
+        return self._session is not None
+
+    # --- the call -----------------------------------------------------------------------
+
+    async def send_call(self, call: ToolCall) -> types.CallToolResult:
+        session = self._session
+        if session is None and not self.first_attempt_done.is_set():
+            # A call that arrives during startup waits for it, within its own deadline.
+            with anyio.move_on_after(call.deadline.remaining()):
+                await self.first_attempt_done.wait()
+            session = self._session
+        if session is None:
+            raise self.unavailable_error()
+        deadline = call.deadline
+        on_progress = call.on_progress
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            deadline.extend()
+            if on_progress is not None:
+                await on_progress(value, total, message)
+
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=call.tool, arguments=call.arguments, _meta=call.meta)  # pyright: ignore[reportCallIssue]
+        )
+        self._deadlines.add(deadline)
+        try:
+            return await session.send_request(request, types.CallToolResult, progress_callback=progress)
+        except Exception as exc:
+            raise self._failure(exc, call.tool) from exc
+        finally:
+            self._deadlines.discard(deadline)
+
+    @contextmanager
+    def paused_deadlines(self) -> Iterator[None]:
+        """While a person answers an elicitation, this upstream's calls do not time out."""
+        paused = list(self._deadlines)
+        for deadline in paused:
+            deadline.pause()
+        try:
+            yield
+        finally:
+            for deadline in paused:
+                deadline.resume()
+
+    async def request(
+        self, request: types.ClientRequest, result_type: type[Any], *, what: str, timeout: float | None = None
+    ) -> Any:
+        """Any other request (resources, prompts, completion): same error translation."""
+        session = self._session
+        if session is None:
+            raise self.unavailable_error()
+        try:
+            with anyio.fail_after(timeout or self.settings.timeout):
+                return await session.send_request(request, result_type)
+        except TimeoutError as exc:
+            raise UpstreamError(
+                Code.TIMEOUT,
+                f"Server '{self.name}' did not answer the {what} request in time. Retry later.",
+                server=self.name,
+            ) from exc
+        except Exception as exc:
+            raise self._failure(exc, None) from exc
+
+    def _failure(self, exc: Exception, tool: str | None) -> PatchbayError:
+        if isinstance(self.spec, RemoteSpec) and isinstance(exc, MCPError) and exc.code != types.INVALID_PARAMS:
+            seen = self._http.take_recent()
+            if seen is not None:
+                error = from_http_status(seen[0], seen[1], server=self.name)
+                error.tool = tool
+                if error.code is Code.CONNECTION_LOST:  # 404: the session is gone
+                    self._lost.set()
+                return error
+        error = translate(exc, server=self.name, tool=tool)
+        if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
+            self._lost.set()
+        return error
+
+    # --- the life of the connection --------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and keep connected until cancelled. Never raises (but cancellation)."""
+        if self.state in (State.INVALID, State.DISABLED):
+            self.first_attempt_done.set()
+            self.on_change(self)
+            return
+        if self.wait_for_client is not None:
+            await self.wait_for_client()
+        delay = self.settings.restart_initial_delay
+        try:
+            while True:
+                began = time.monotonic()
+                try:
+                    await self._connect_and_serve()
+                except Exception as exc:
+                    self._record_failure(exc)
+                finally:
+                    self._session = None
+                    self._ready = anyio.Event()
+                    self._lost = anyio.Event()
+                    self.ready_since = None
+                if self._stopping:
+                    return
+                if not self.first_attempt_done.is_set():
+                    self.first_attempt_done.set()
+                if self.error is not None and self.error.code is Code.SPAWN_FAILED:
+                    self.state = State.FAILED
+                    self.on_change(self)
+                    return  # a missing command does not appear by waiting; a config reload retries
+                if time.monotonic() - began > STABLE_AFTER:
+                    delay = self.settings.restart_initial_delay
+                self.state = State.RESTARTING if self.listing.tools or self.restarts else State.FAILED
+                self.on_change(self)
+                wait = delay * (0.5 + random.random() / 2)
+                self.log.warning("reconnecting to '%s' in %.1fs (attempt %d)", self.name, wait, self.restarts + 1)
+                await anyio.sleep(wait)
+                delay = min(delay * 2, self.settings.restart_max_delay)
+                self.restarts += 1
+                if self.state is State.FAILED:
+                    self.state = State.RESTARTING
+        finally:
+            self.state = State.STOPPED if self._stopping else self.state
+            self.first_attempt_done.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.state = State.STOPPED
+        self._lost.set()
+
+    def _record_failure(self, exc: BaseException) -> None:
+        error = translate(exc, server=self.name)
+        self.error = error
+        self.log.error(
+            "server '%s' %s: %s (%s)",
+            self.name,
+            "failed to start" if not self.first_attempt_done.is_set() else "connection failed",
+            error.message,
+            error.detail,
+            exc_info=(type(exc), exc, exc.__traceback__) if self.log.isEnabledFor(logging.DEBUG) else None,
+        )
+
+    async def _connect_and_serve(self) -> None:
+        spec = self.spec
+        assert spec is not None
+        started = time.monotonic()
+        link: Link | None = None
+        with anyio.CancelScope() as startup:
+            # One scope for the connection's whole life: its deadline bounds spawn + initialize only.
+            startup.deadline = anyio.current_time() + self.settings.connect_timeout
+            async with AsyncExitStack() as stack:
+                link = await stack.enter_async_context(self._open_link(spec))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        link.read,
+                        link.write,
+                        client_info=CLIENT_INFO,
+                        message_handler=self._on_message,
+                        **self._client_callbacks(),
+                    )
+                )
+                try:
+                    init = await session.initialize()
+                    self.server_info = init.server_info
+                    self.capabilities = init.capabilities
+                    listing = await self._read_listing(session, init.capabilities)
+                except Exception as exc:
+                    raise await self._startup_failure(exc, link.watch) from exc
+                startup.deadline = math.inf
+                previous = self.listing
+                self.listing = listing
+                self._session = session
+                self.error = None
+                self.state = State.READY
+                self.ready_since = time.monotonic()
+                if self.first_ready_after is None:
+                    self.first_ready_after = self.ready_since - self._created
+                self._ready.set()
+                self.first_attempt_done.set()
+                self.log.info(
+                    "server '%s' ready in %.0f ms: %d tools, %d resources, %d prompts%s",
+                    self.name,
+                    (self.ready_since - started) * 1000,
+                    len(listing.tools),
+                    len(listing.resources),
+                    len(listing.prompts),
+                    "" if previous == listing or not previous.tools else " (lists changed)",
+                )
+                self.on_change(self)
+                async with anyio.create_task_group() as tg:
+                    if link.closed is not None:
+                        tg.start_soon(_set_when, link.closed, self._lost)
+                    await self._lost.wait()
+                    tg.cancel_scope.cancel()
+                if not self._stopping:
+                    self._session = None
+                    self.state = State.RESTARTING
+                    self.on_change(self)
+                    raise await self._lost_failure(link.watch)
+        if startup.cancelled_caught:
+            raise UpstreamError(
+                Code.TIMEOUT,
+                f"Server '{self.name}' did not finish starting within {self.settings.connect_timeout:g}s.",
+                detail=link.watch.describe_exit() if link is not None and link.watch is not None else None,
+                server=self.name,
+            )
+
+    def _open_link(self, spec: StdioSpec | RemoteSpec) -> AbstractAsyncContextManager[Link]:
+        if self.connector is not None:
+            return self.connector(self.name, spec)
+        if isinstance(spec, StdioSpec):
+            return _stdio_link(self.name, spec)
+        return self._remote_link(spec)
+
+    async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:
+        if watch is not None and (watch.stdout_closed.is_set() or watch.exited.is_set()):
+            await _settle(watch)
+            code = f" with exit code {watch.returncode}" if watch.returncode is not None else ""
+            self.log.error("server '%s' exited during startup: %s", self.name, watch.describe_exit())
+            return UpstreamError(
+                Code.CONNECTION_FAILED,
+                f"Server '{self.name}' exited during startup{code}. Tell the user to run 'mcp-patchbay check' "
+                "and look at the proxy's log.",
+                detail=watch.describe_exit(),
+                server=self.name,
+            )
+        return translate(exc, server=self.name)
+
+    async def _lost_failure(self, watch: ProcessWatch | None) -> PatchbayError:
+        if watch is not None:
+            await _settle(watch)
+        detail = watch.describe_exit() if watch is not None else "connection lost"
+        self.log.error("server '%s' connection lost: %s", self.name, detail)
+        return UpstreamError(
+            Code.CONNECTION_LOST,
+            f"Server '{self.name}' stopped unexpectedly and is restarting. Retry in a few seconds.",
+            detail=detail,
+            server=self.name,
+        )
+
+    def _remote_link(self, spec: RemoteSpec) -> AbstractAsyncContextManager[Link]:
+        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [self._http.hook]}
+        timeout = httpx2.Timeout(self.settings.connect_timeout, read=300.0)
+        if spec.transport == "sse":
+
+            def factory(
+                headers: dict[str, str] | None = None,
+                timeout: httpx2.Timeout | None = None,
+                auth: httpx2.Auth | None = None,
+            ) -> httpx2.AsyncClient:
+                return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+            return _streams_link(
+                sse_client(
+                    spec.url,
+                    headers=dict(spec.headers),
+                    timeout=self.settings.connect_timeout,
+                    httpx_client_factory=factory,
+                )
+            )
+        client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks)
+        return _streams_link(_client_then_transport(client, spec.url))
+
+    async def _read_listing(self, session: ClientSession, caps: types.ServerCapabilities) -> Listing:
+        tools: list[types.Tool] = []
+        resources: list[types.Resource] = []
+        templates: list[types.ResourceTemplate] = []
+        prompts: list[types.Prompt] = []
+        if caps.tools is not None:
+            tools = await _all_pages(session.list_tools, "tools")
+        if caps.resources is not None:
+            resources = await self._optional_list(session.list_resources, "resources")
+            templates = await self._optional_list(session.list_resource_templates, "resource_templates")
+        if caps.prompts is not None:
+            prompts = await self._optional_list(session.list_prompts, "prompts")
+        return Listing(tuple(tools), tuple(resources), tuple(templates), tuple(prompts))
+
+    async def _optional_list(self, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+        try:
+            return await _all_pages(fetch, attr)
+        except MCPError as exc:
+            self.log.warning("server '%s' advertised %s but listing them failed: %s", self.name, attr, exc)
+            return []
+
+    async def refresh(self, what: str) -> None:
+        """Re-read one list after the upstream said it changed."""
+        session = self._session
+        if session is None:
+            return
+        try:
+            if what == "tools":
+                self.listing = _replace(self.listing, tools=tuple(await _all_pages(session.list_tools, "tools")))
+            elif what == "prompts":
+                self.listing = _replace(self.listing, prompts=tuple(await _all_pages(session.list_prompts, "prompts")))
+            elif what == "resources":
+                resources = await _all_pages(session.list_resources, "resources")
+                templates = await self._optional_list(session.list_resource_templates, "resource_templates")
+                self.listing = _replace(self.listing, resources=tuple(resources), templates=tuple(templates))
+        except Exception as exc:
+            self.log.warning("re-reading %s of '%s' failed: %s", what, self.name, exc)
+            return
+        self.on_change(self)
+
+    # --- what the upstream sends us ----------------------------------------------------
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, Exception):
+            self.log.warning("transport error from '%s': %s", self.name, redact(repr(message)))
+            return
+        match message:
+            case types.ToolListChangedNotification():
+                await self.refresh("tools")
+            case types.PromptListChangedNotification():
+                await self.refresh("prompts")
+            case types.ResourceListChangedNotification():
+                await self.refresh("resources")
+            case _:
+                if self.downstream is not None:
+                    await self.downstream.notify(self.name, message)
+
+    def _client_callbacks(self) -> dict[str, Any]:
+        """Offer the upstream only what the client on the other side can do."""
+        downstream = self.downstream
+        if downstream is None:
+            return {}
+        caps = downstream.client_capabilities()
+        if caps is None:
+            return {}
+        callbacks: dict[str, Any] = {}
+        name = self.name
+        if caps.sampling is not None:
+
+            async def sampling(
+                ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+            ) -> types.CreateMessageResult | types.ErrorData:
+                return await downstream.create_message(name, params)
+
+            callbacks["sampling_callback"] = sampling
+            callbacks["sampling_capabilities"] = caps.sampling
+        if caps.elicitation is not None:
+
+            async def elicitation(
+                ctx: ClientRequestContext, params: types.ElicitRequestParams
+            ) -> types.ElicitResult | types.ErrorData:
+                return await downstream.elicit(name, params)
+
+            callbacks["elicitation_callback"] = elicitation
+        if caps.roots is not None:
+
+            async def roots(ctx: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+                return await downstream.list_roots(name)
+
+            callbacks["list_roots_callback"] = roots
+        return callbacks
+
+    async def send_notification(self, notification: types.ClientNotification) -> None:
+        session = self._session
+        if session is not None:
+            try:
+                await session.send_notification(notification)
+            except Exception as exc:
+                self.log.debug("could not notify '%s': %s", self.name, exc)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "transport": self.transport,
+            "tools": len(self.listing.tools),
+            "restarts": self.restarts,
+            "reason": self.reason() or None,
+            "breaker": self.breaker.state.value,
+            "in_flight": self.bulkhead.in_flight,
+            "ready_after_ms": None if self.first_ready_after is None else round(self.first_ready_after * 1000),
+        }
+
+
+def _replace(listing: Listing, **changes: Any) -> Listing:
+    from dataclasses import replace
+
+    return replace(listing, **changes)
+
+
+async def _settle(watch: ProcessWatch) -> None:
+    """Give a dying process a moment, so its exit code and last words make the log."""
+    with anyio.move_on_after(1.0):
+        await watch.exited.wait()
+
+
+async def _set_when(source: anyio.Event, target: anyio.Event) -> None:
+    await source.wait()
+    target.set()
+
+
+async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    """Read every page; a server that repeats a cursor does not loop us forever."""
+    items: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await fetch(params=params)
+        items.extend(getattr(page, attr))
+        cursor = page.next_cursor
+        if not cursor or cursor in seen or len(seen) > 1000:
+            return items
+        seen.add(cursor)
+
+
+@asynccontextmanager
+async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncIterator[Any]:
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _streams_link(transport: AbstractAsyncContextManager[Any]) -> AsyncIterator[Link]:
+    async with transport as (read, write):
+        yield Link(read, write)
+
+
+@asynccontextmanager
+async def _stdio_link(name: str, spec: StdioSpec) -> AsyncIterator[Link]:
+    async with stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd) as (read, write, watch):
+        yield Link(read, write, closed=watch.stdout_closed, watch=watch)
+
+
+__all__ = ["Downstream", "Listing", "State", "Upstream"]

@@ -1,0 +1,63 @@
+"""Pick up config edits while running.
+
+Polls the file's identity (inode, size, mtime) once a second: that sees editors that
+save in place and editors that write a new file and rename it over the old one, on
+every platform, with no dependency. SIGHUP forces a reload where the system has it.
+A broken edit keeps the last good config and logs why.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+
+from mcp_patchbay.config import Config, ConfigError, load_config
+
+logger = logging.getLogger("mcp_patchbay.watch")
+
+POLL_SECONDS = 1.0
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def reload(path: Path, apply: Callable[[Config], None]) -> bool:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        logger.error("config change ignored, keeping the last good config:\n%s", exc)
+        return False
+    logger.info("config file changed; applying it")
+    apply(config)
+    return True
+
+
+async def watch_config(path: Path, apply: Callable[[Config], None], poll: float = POLL_SECONDS) -> None:
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32":
+            tg.start_soon(_on_sighup, path, apply)
+        last = _identity(path)
+        while True:
+            await anyio.sleep(poll)
+            current = _identity(path)
+            if current is None or current == last:
+                continue  # a missing file is mid-rename or deleted: keep serving what we have
+            last = current
+            reload(path, apply)
+
+
+async def _on_sighup(path: Path, apply: Callable[[Config], None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            logger.info("SIGHUP: reloading %s", path)
+            reload(path, apply)
