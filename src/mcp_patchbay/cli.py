@@ -8,6 +8,7 @@ one line per server; it is what a user runs first.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -77,10 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("server '%s' will not start: %s", entry.name, entry.problem)
     if args.command == "check":
         return anyio.run(_check, config, args.json)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(_serve, config)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -118,12 +117,12 @@ async def _check(config: Config, as_json: bool) -> int:
 
     supervisor = Supervisor(config)
     started = time.monotonic()
+    rows: list[dict[str, Any]] = []
     async with anyio.create_task_group() as tg:
         await tg.start(supervisor.run)
-        with anyio.move_on_after(config.settings.connect_timeout + 2):
+        with anyio.move_on_after(config.settings.connect_timeout + 5):
             for upstream in list(supervisor.upstreams.values()):
                 await upstream.first_attempt_done.wait()
-        rows: list[dict[str, Any]] = []
         for name, upstream in supervisor.upstreams.items():
             status = upstream.status()
             status["name"] = name

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -215,7 +215,9 @@ def to_mcp_error(error: PatchbayError, code: int = types.INVALID_PARAMS) -> MCPE
 _UNKNOWN_TOOL_HINTS = ("unknown tool", "tool not found", "not found: tool", "no such tool")
 
 
-def translate(exc: BaseException, *, server: str, tool: str | None = None, timeout: float | None = None) -> PatchbayError:
+def translate(
+    exc: BaseException, *, server: str, tool: str | None = None, timeout: float | None = None
+) -> PatchbayError:
     """Map any exception raised while talking to ``server`` into the tree.
 
     Most specific match first. The caller does ``raise translate(e, ...) from e`` so
@@ -224,7 +226,9 @@ def translate(exc: BaseException, *, server: str, tool: str | None = None, timeo
     if isinstance(exc, PatchbayError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        return translate(_most_telling(exc), server=server, tool=tool, timeout=timeout)
+        return translate(
+            _most_telling(cast("BaseExceptionGroup[BaseException]", exc)), server=server, tool=tool, timeout=timeout
+        )
     where = f"'{server}'"
     if isinstance(exc, MCPError):
         return _translate_mcp_error(exc, server=server, tool=tool, timeout=timeout)
@@ -294,7 +298,7 @@ def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
     def walk(e: BaseException) -> None:
         if isinstance(e, BaseExceptionGroup):
-            for inner in e.exceptions:
+            for inner in cast("BaseExceptionGroup[BaseException]", e).exceptions:
                 walk(inner)
         else:
             leaves.append(e)

@@ -39,7 +39,7 @@ from mcp_patchbay.errors import (
     to_result,
 )
 from mcp_patchbay.messages import hidden_tool, unknown_name
-from mcp_patchbay.policies import Deadline, ToolCall
+from mcp_patchbay.policies import Deadline, ProgressFn, ToolCall
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import Connector, State, Upstream
 
@@ -87,8 +87,12 @@ class Proxy:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
             on_completion=self._complete,
-            on_set_logging_level=self._set_level,
-            on_roots_list_changed=self._roots_changed,
+        )
+        # Registered by method rather than by the deprecated constructor arguments: logging and
+        # roots are deprecated in the 2026-07-28 protocol, but 2025-era clients still use them.
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
+        server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
         server.middleware.append(self._observe)
         return server
@@ -258,12 +262,12 @@ class Proxy:
         params: types.CallToolRequestParams,
     ) -> ToolCall:
         token = ctx.meta.get("progress_token") if ctx.meta else None
-        on_progress = None
+        on_progress: ProgressFn | None = None
         if token is not None:
             session = ctx.session
             request_id = ctx.request_id
 
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            async def forward(progress: float, total: float | None, message: str | None) -> None:
                 await session.send_progress_notification(
                     token,
                     progress,
@@ -271,6 +275,8 @@ class Proxy:
                     message,
                     related_request_id=str(request_id) if request_id is not None else None,
                 )
+
+            on_progress = forward
 
         return ToolCall(
             server=upstream.name,
@@ -287,15 +293,18 @@ class Proxy:
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
-        level = logging.WARNING if isinstance(error, ClientError) or error.code is Code.SERVER_STARTING else logging.ERROR
+        level = (
+            logging.WARNING if isinstance(error, ClientError) or error.code is Code.SERVER_STARTING else logging.ERROR
+        )
         logger.log(
             level,
-            "tools/call %r%s failed: %s %s | %s",
+            "tools/call %r%s failed in %.0f ms: %s %s%s",
             called,
             f" -> {server}/{tool}" if server and tool else "",
+            (time.monotonic() - started) * 1000,
             error.code.value,
             error.message,
-            f"detail: {error.detail}; " if error.detail else "" + f"{(time.monotonic() - started) * 1000:.0f} ms",
+            f" | detail: {error.detail}" if error.detail else "",
             exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
         )
         if self.settings.unknown_tool == "error" and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS):
@@ -460,7 +469,9 @@ class Proxy:
             upstream, name = self._resolve_prompt(ref.name)
             params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
         else:
-            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(self.supervisor.catalog, ref.uri)
+            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(
+                self.supervisor.catalog, ref.uri
+            )
             if owner is None or owner not in self.supervisor.upstreams:
                 return types.CompleteResult(completion=types.Completion(values=[]))
             upstream = self.supervisor.upstreams[owner]
@@ -485,7 +496,7 @@ class Proxy:
                     tg.start_soon(_quietly, upstream, types.SetLevelRequest(params=params))
         return types.EmptyResult()
 
-    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
+    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
         for upstream in self.supervisor.upstreams.values():
             await upstream.send_notification(types.RootsListChangedNotification())
 
@@ -562,13 +573,13 @@ def _truncate(result: types.CallToolResult, limit: int) -> types.CallToolResult:
     cut_total = 0
     blocks: list[Any] = []
     for block in result.content:
+        kept: Any = block
         if isinstance(block, types.TextContent):
             if len(block.text) > remaining:
-                cut = len(block.text) - remaining
-                cut_total += cut
-                block = block.model_copy(update={"text": block.text[:remaining]})
-            remaining -= len(block.text)
-        blocks.append(block)
+                cut_total += len(block.text) - remaining
+                kept = block.model_copy(update={"text": block.text[:remaining]})
+            remaining -= len(kept.text)
+        blocks.append(kept)
     note = (
         f"[mcp-patchbay: this result was truncated: {cut_total:,} of {cut_total + limit:,} characters were cut "
         f"to stay under the {limit:,}-byte limit. Ask for less to see everything.]"

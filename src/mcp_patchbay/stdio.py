@@ -19,12 +19,14 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -72,7 +74,8 @@ class ProcessWatch:
         return f"exit code {code}" + (f"; last stderr lines:\n    {tail}" if tail else "; no stderr output")
 
 
-Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
 
 
 def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -86,7 +89,7 @@ async def stdio_transport(
     args: Sequence[str],
     env: Mapping[str, str] | None,
     cwd: str | None,
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage], ProcessWatch]]:
+) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch], None]:
     """Spawn ``command`` and yield (read stream, write stream, process watch).
 
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
@@ -195,9 +198,9 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
     The second place lets a config name tools installed in patchbay's own virtualenv
     (``mcp-server-time``) without that virtualenv being activated by the client.
     """
-    if os.path.dirname(command):
+    if Path(command).name != command:
         return command
-    search = os.pathsep.join(filter(None, [env.get("PATH", os.defpath), os.path.dirname(sys.executable)]))
+    search = os.pathsep.join([env.get("PATH", os.defpath), str(Path(sys.executable).parent)])
     return shutil.which(command, path=search) or command
 
 
@@ -219,22 +222,36 @@ async def _spawn(command: str, args: list[str], env: dict[str, str], cwd: str | 
 
 
 async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
-    """Close stdin, give the server a grace period, then stop its whole tree."""
+    """Close stdin, give the server a grace period, then stop its whole tree.
+
+    Polls ``returncode`` rather than awaiting ``wait()``: the waiter task may already
+    be cancelled, and on asyncio ``wait()`` also waits for a pipe that a grandchild
+    may hold open.
+    """
+    assert process.stdin is not None
     with suppress(Exception):
         await process.stdin.aclose()
-    with anyio.move_on_after(GRACE_SECONDS):
-        await watch.exited.wait()
-    if sys.platform == "win32":  # pragma: no cover
-        from mcp.os.win32.utilities import terminate_windows_process_tree
+    if not await _exited(process, GRACE_SECONDS):
+        if sys.platform == "win32":  # pragma: no cover
+            from mcp.os.win32.utilities import terminate_windows_process_tree
 
-        if not watch.exited.is_set():
             await terminate_windows_process_tree(process)
-    else:
-        # Always signal the group: the leader may be gone while its children live on.
-        from mcp.os.posix.utilities import terminate_posix_process_tree
+        else:
+            from mcp.os.posix.utilities import terminate_posix_process_tree
 
-        await terminate_posix_process_tree(process, GRACE_SECONDS)
-    with anyio.move_on_after(GRACE_SECONDS):
-        await watch.exited.wait()
-    if not watch.exited.is_set():
-        logger.warning("upstream pid %d is still alive after SIGKILL; abandoning it", watch.pid)
+            await terminate_posix_process_tree(process, GRACE_SECONDS)
+        if not await _exited(process, GRACE_SECONDS):
+            logger.warning("upstream pid %d is still alive after SIGKILL; abandoning it", watch.pid)
+    elif sys.platform != "win32":
+        # The leader is gone; make sure nothing it started lives on in its group.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    watch.returncode = process.returncode
+    watch.exited.set()
+
+
+async def _exited(process: anyio.abc.Process | Any, timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    return process.returncode is not None

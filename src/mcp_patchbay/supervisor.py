@@ -49,7 +49,7 @@ class Supervisor:
     _signature: tuple[list[str], list[str], list[str]] | None = None
 
     @property
-    def settings(self):  # noqa: ANN201 - Settings, re-exported for handlers
+    def settings(self):
         return self.config.settings
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -129,7 +129,7 @@ class Supervisor:
                 continue
             spec = entry.spec
             unavailable = None
-            if upstream.state in (State.INVALID, State.DISABLED, State.FAILED, State.STOPPED):
+            if upstream.state is not State.READY and not upstream.listing.tools:
                 unavailable = upstream.reason()
             listing = upstream.listing
             sources.append(
@@ -159,8 +159,11 @@ class Supervisor:
         previous, self._signature = self._signature, signature
         if previous is None:
             return
-        changed = {kind for kind, old, new in zip(("tools", "prompts", "resources"), previous, signature, strict=True)
-                   if old != new}
+        changed = {
+            kind
+            for kind, old, new in zip(("tools", "prompts", "resources"), previous, signature, strict=True)
+            if old != new
+        }
         if changed:
             for listener in self.listeners:
                 listener(changed)
@@ -196,4 +199,3 @@ class Supervisor:
     async def aclose(self) -> None:
         for name in list(self.upstreams):
             self._stop(name)
-

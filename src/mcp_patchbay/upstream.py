@@ -19,10 +19,10 @@ import logging
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 import httpx2
@@ -221,11 +221,15 @@ class Upstream:
                 detail=self.entry.problem,
                 server=self.name,
             )
-        if self.state is State.FAILED:
-            why = self.error.message if self.error is not None else "it failed to start"
+        if self.state is State.FAILED or (self.first_ready_after is None and self.error is not None):
+            # Never served: say why it fails rather than "restarting"; it is retried in the background.
+            why = self.error.message if self.error is not None else f"Server {where} failed to start."
+            retrying = self.state is not State.FAILED
             return UpstreamError(
                 Code.SERVER_UNAVAILABLE,
-                f"Server {where} is unavailable. {why}",
+                why + (" The proxy keeps retrying; try again later or use another tool." if retrying else ""),
+                detail=self.error.detail if self.error is not None else None,
+                retryable=retrying,
                 server=self.name,
             )
         if self.state is State.STOPPED:
@@ -260,13 +264,13 @@ class Upstream:
         deadline = call.deadline
         on_progress = call.on_progress
 
-        async def progress(value: float, total: float | None, message: str | None) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
             deadline.extend()
             if on_progress is not None:
-                await on_progress(value, total, message)
+                await on_progress(progress, total, message)
 
         request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=call.tool, arguments=call.arguments, _meta=call.meta)  # pyright: ignore[reportCallIssue]
+            params=types.CallToolRequestParams(name=call.tool, arguments=call.arguments, _meta=cast(Any, call.meta))  # pyright: ignore[reportCallIssue]
         )
         self._deadlines.add(deadline)
         try:
@@ -277,7 +281,7 @@ class Upstream:
             self._deadlines.discard(deadline)
 
     @contextmanager
-    def paused_deadlines(self) -> Iterator[None]:
+    def paused_deadlines(self) -> Generator[None, None, None]:
         """While a person answers an elicitation, this upstream's calls do not time out."""
         paused = list(self._deadlines)
         for deadline in paused:
@@ -442,10 +446,17 @@ class Upstream:
                     self.on_change(self)
                     raise await self._lost_failure(link.watch)
         if startup.cancelled_caught:
+            watch = link.watch if link is not None else None
+            garbage = ""
+            if watch is not None and watch.garbage_lines:
+                garbage = (
+                    f" It wrote {watch.garbage_lines} line(s) to stdout that are not MCP messages (a server must "
+                    "write only JSON-RPC there)."
+                )
             raise UpstreamError(
                 Code.TIMEOUT,
-                f"Server '{self.name}' did not finish starting within {self.settings.connect_timeout:g}s.",
-                detail=link.watch.describe_exit() if link is not None and link.watch is not None else None,
+                f"Server '{self.name}' did not finish starting within {self.settings.connect_timeout:g}s.{garbage}",
+                detail=watch.describe_exit() if watch is not None else None,
                 server=self.name,
             )
 
@@ -651,19 +662,19 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 
 @asynccontextmanager
-async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncIterator[Any]:
+async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncGenerator[Any, None]:
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
 
 
 @asynccontextmanager
-async def _streams_link(transport: AbstractAsyncContextManager[Any]) -> AsyncIterator[Link]:
+async def _streams_link(transport: AbstractAsyncContextManager[Any]) -> AsyncGenerator[Link, None]:
     async with transport as (read, write):
         yield Link(read, write)
 
 
 @asynccontextmanager
-async def _stdio_link(name: str, spec: StdioSpec) -> AsyncIterator[Link]:
+async def _stdio_link(name: str, spec: StdioSpec) -> AsyncGenerator[Link, None]:
     async with stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd) as (read, write, watch):
         yield Link(read, write, closed=watch.stdout_closed, watch=watch)
 
