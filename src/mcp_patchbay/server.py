@@ -23,6 +23,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
@@ -54,6 +55,23 @@ features) or after this long, whichever comes first."""
 RESOURCE_NOT_FOUND = -32002
 
 
+class _ProxyServer(Server[Any]):
+    """The SDK's server, announcing ``listChanged`` for every list: upstreams come and go."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options
+            or NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 class Proxy:
     """The proxy for one client connection (stdio serves exactly one)."""
 
@@ -66,6 +84,9 @@ class Proxy:
         self._listed_tools = False
         self.supervisor = Supervisor(config, downstream=self, wait_for_client=self._await_client, connector=connector)
         self.supervisor.listeners.append(self._on_catalog_change)
+        self.supervisor.ready_listeners.append(self._on_upstream_ready)
+        self._log_level: types.LoggingLevel | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
         self._pending_changes: set[str] = set()
         self._changes = anyio.Event()
         self.server = self._build_server()
@@ -73,7 +94,7 @@ class Proxy:
     # --- wiring ---------------------------------------------------------------------------
 
     def _build_server(self) -> Server[Any]:
-        server: Server[Any] = Server(
+        server: Server[Any] = _ProxyServer(
             "mcp-patchbay",
             version=__version__,
             instructions=None,
@@ -97,14 +118,10 @@ class Proxy:
         server.middleware.append(self._observe)
         return server
 
-    def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(
-            NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-        )
-
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The proxy's background work (upstreams, change notifications), until cancelled."""
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             await tg.start(self.supervisor.run)
             tg.start_soon(self._send_changes)
             task_status.started()
@@ -114,7 +131,7 @@ class Proxy:
         async with anyio.create_task_group() as tg:
             await tg.start(self.run)
             try:
-                await self.server.run(read_stream, write_stream, self.initialization_options())
+                await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
             finally:
                 tg.cancel_scope.cancel()
 
@@ -389,6 +406,7 @@ class Proxy:
             return types.ReadResourceResult(
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
+        await self.supervisor.wait_startup()
         candidates = self._owner(uri)
         last: PatchbayError | None = None
         for upstream in candidates:
@@ -417,6 +435,7 @@ class Proxy:
         return await self._subscription(params.uri, types.UnsubscribeRequest(params=params))
 
     async def _subscription(self, uri: Any, request: Any) -> types.EmptyResult:
+        await self.supervisor.wait_startup()
         candidates = self._owner(str(uri))[:1]
         for upstream in candidates:
             try:
@@ -434,7 +453,8 @@ class Proxy:
         await self.supervisor.wait_startup()
         return types.ListPromptsResult(prompts=self.supervisor.catalog.prompts)
 
-    def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
+    async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
+        await self.supervisor.wait_startup()
         catalog = self.supervisor.catalog
         target = catalog.prompts_by_exposed.get(called)
         if target is None:
@@ -454,7 +474,7 @@ class Proxy:
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        upstream, name = self._resolve_prompt(params.name)
+        upstream, name = await self._resolve_prompt(params.name)
         request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=params.arguments))
         try:
             return await upstream.request(request, types.GetPromptResult, what="prompts/get")
@@ -466,7 +486,7 @@ class Proxy:
     ) -> types.CompleteResult:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            upstream, name = self._resolve_prompt(ref.name)
+            upstream, name = await self._resolve_prompt(ref.name)
             params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
         else:
             owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(
@@ -489,12 +509,18 @@ class Proxy:
     async def _set_level(
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
+        """Pass the level to every upstream now, and to each one that connects later."""
+        self._log_level = params.level
+        await self.supervisor.wait_startup()
         async with anyio.create_task_group() as tg:
             for upstream in self.supervisor.upstreams.values():
-                caps = upstream.capabilities
-                if upstream.state is State.READY and caps is not None and caps.logging is not None:
-                    tg.start_soon(_quietly, upstream, types.SetLevelRequest(params=params))
+                if upstream.state is State.READY:
+                    tg.start_soon(_set_upstream_level, upstream, params.level)
         return types.EmptyResult()
+
+    def _on_upstream_ready(self, upstream: Upstream) -> None:
+        if self._log_level is not None and self._tg is not None:
+            self._tg.start_soon(_set_upstream_level, upstream, self._log_level)
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
         for upstream in self.supervisor.upstreams.values():
@@ -552,7 +578,11 @@ class Proxy:
                 pass
 
 
-async def _quietly(upstream: Upstream, request: Any) -> None:
+async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:
+    caps = upstream.capabilities
+    if caps is None or caps.logging is None:
+        return
+    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
     try:
         await upstream.request(request, types.EmptyResult, what="logging/setLevel")
     except PatchbayError as error:

@@ -28,6 +28,7 @@ logger = logging.getLogger("mcp_patchbay.supervisor")
 
 ChangeListener = Callable[[set[str]], None]
 """Called with the kinds of list that changed: "tools", "prompts", "resources"."""
+ReadyListener = Callable[[Upstream], None]
 
 
 @dataclass
@@ -41,12 +42,17 @@ class Supervisor:
     catalog: Catalog = field(default_factory=Catalog)
     status: StatusRegistry = field(default_factory=StatusRegistry)
     listeners: list[ChangeListener] = field(default_factory=lambda: list[ChangeListener]())
+    ready_listeners: list[Callable[[Upstream], None]] = field(
+        default_factory=lambda: list[Callable[[Upstream], None]]()
+    )
+    """Called each time an upstream (re)connects."""
     started_at: float = field(default_factory=time.monotonic)
     _checkers: CheckerCache = field(default_factory=lambda: CheckerCache())
     _tg: anyio.abc.TaskGroup | None = None
     _scopes: dict[str, anyio.CancelScope] = field(default_factory=lambda: dict[str, anyio.CancelScope]())
     _all_started: anyio.Event = field(default_factory=anyio.Event)
     _signature: tuple[list[str], list[str], list[str]] | None = None
+    _ready: set[str] = field(default_factory=lambda: set[str]())
 
     @property
     def settings(self):
@@ -118,6 +124,11 @@ class Supervisor:
     # --- changes -------------------------------------------------------------------------
 
     def _on_change(self, upstream: Upstream) -> None:
+        ready = upstream.state is State.READY
+        if ready and upstream.name not in self._ready:
+            for listener in self.ready_listeners:
+                listener(upstream)
+        (self._ready.add if ready else self._ready.discard)(upstream.name)
         self._rebuild()
 
     def _rebuild(self) -> None:
