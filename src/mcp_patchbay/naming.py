@@ -42,11 +42,16 @@ Resolving a called name (``Resolver.resolve``)
     "server_unavailable"; otherwise "unknown" with suggestions.
 
 Suggesting (``Resolver.suggest``)
-    rapidfuzz ``ratio`` over precomputed normalized strings. A candidate's score is the
-    best of: the whole name; server part and tool part weighted together; the tool part
-    alone (slightly discounted, for a missing or wrong server); and, for a name without
-    a separator, the server alone (full score for a one-tool server). Scores below
-    ``SUGGEST_CUTOFF`` are dropped, so nonsense gets no suggestions.
+    rapidfuzz ``ratio`` over normalized strings precomputed here. The called name is
+    split at the separator whose preceding segment is closest to a server name (which
+    also skips client prefixes). A candidate's score is the best of: server part and
+    tool part weighted together; the tool part alone (discounted: a missing or wrong
+    server); the whole name, unless the server part named a server (it would reward a
+    right server with a wrong tool); and, for a name without a separator, the server
+    alone (full score for a one-tool server). Candidates come from three
+    ``process.extract`` calls with a ``score_cutoff``: whole names, distinct tool names,
+    and the tools of the closest servers. Scores below ``SUGGEST_CUTOFF`` are dropped,
+    so nonsense gets no suggestions; ties go to the smaller exposed name.
 """
 
 from __future__ import annotations
