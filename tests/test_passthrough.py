@@ -312,3 +312,25 @@ async def test_config_reload_adds_removes_and_keeps_servers(tmp_path: Path) -> N
             await anyio.sleep(0.3)
             assert result_text(await client.call_tool("gamma__chatty", {})) == "logged"
             tg.cancel_scope.cancel()
+
+
+async def test_modern_clients_hear_list_changes_on_their_listen_stream() -> None:
+    tools: dict[str, FakeTool] = {}
+
+    async def add_tool(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        tools["two"] = FakeTool(lambda ctx, args: _async_text("2"))
+        await ctx.session.send_tool_list_changed()
+        return text("added")
+
+    tools["grow"] = FakeTool(add_tool)
+    config = config_from({"dyn": {"command": "x"}})
+    upstreams = MemoryUpstreams({"dyn": make_server("dyn", tools)})
+    async with connected(config, upstreams, mode="auto") as (_, client):
+        assert client.protocol_version == "2026-07-28"
+        await client.list_tools()
+        async with client.listen(tools_list_changed=True) as subscription:
+            await client.call_tool("dyn__grow", {})
+            with anyio.fail_after(5):
+                event = await subscription.__anext__()
+        assert type(event).__name__ == "ToolsListChanged"
+        assert "dyn__two" in {t.name for t in (await client.list_tools()).tools}

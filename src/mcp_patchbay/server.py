@@ -25,6 +25,15 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay import __version__
@@ -53,6 +62,11 @@ CLIENT_HELLO_WAIT = 2.0
 features) or after this long, whichever comes first."""
 
 RESOURCE_NOT_FOUND = -32002
+_LIST_EVENTS: dict[str, ServerEvent] = {
+    "tools": ToolsListChanged(),
+    "prompts": PromptsListChanged(),
+    "resources": ResourcesListChanged(),
+}
 
 
 class _ProxyServer(Server[Any]):
@@ -88,6 +102,7 @@ class Proxy:
         self._log_level: types.LoggingLevel | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._pending_changes: set[str] = set()
+        self._bus = InMemorySubscriptionBus()
         self._changes = anyio.Event()
         self.server = self._build_server()
 
@@ -108,6 +123,8 @@ class Proxy:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
             on_completion=self._complete,
+            # 2026-07-28 clients have no standalone channel: they hear about changes on a listen stream.
+            on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered by method rather than by the deprecated constructor arguments: logging and
         # roots are deprecated in the 2026-07-28 protocol, but 2025-era clients still use them.
@@ -171,6 +188,8 @@ class Proxy:
             await self._changes.wait()
             self._changes = anyio.Event()
             kinds, self._pending_changes = self._pending_changes, set()
+            for kind in kinds:
+                await self._bus.publish(_LIST_EVENTS[kind])
             session = self._session
             if session is None:
                 continue
@@ -572,7 +591,8 @@ class Proxy:
                         params=types.LoggingMessageNotificationParams(level=p.level, logger=logger_name, data=p.data)
                     )
                 )
-            case types.ResourceUpdatedNotification():
+            case types.ResourceUpdatedNotification(params=p):
+                await self._bus.publish(ResourceUpdated(uri=str(p.uri)))
                 await session.send_notification(notification)
             case _:
                 pass
