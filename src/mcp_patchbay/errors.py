@@ -310,10 +310,20 @@ def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0] if leaves else group
 
 
+def _is_transport_close(exc: MCPError) -> bool:
+    """The SDK's own "connection closed" (stdio EOF, a broken SSE stream), not an upstream's reply.
+
+    -32000 is also the first code of JSON-RPC's "server error" range, which servers use for
+    their own failures: those are the upstream's errors, its connection is fine.
+    """
+    message = exc.message or ""
+    return exc.data is None and (message == "Connection closed" or message.startswith("SSE stream "))
+
+
 def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeout: float | None) -> PatchbayError:
     where = f"'{server}'"
     message = exc.message or ""
-    if exc.code == types.CONNECTION_CLOSED:
+    if exc.code == types.CONNECTION_CLOSED and _is_transport_close(exc):
         return UpstreamError(
             Code.CONNECTION_LOST,
             f"Server {where} closed the connection while handling this call (it may have crashed). It is being "
