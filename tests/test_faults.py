@@ -399,6 +399,10 @@ async def traceback_in_error_message_is_not_shown(rig: Rig) -> None:
     assert err["code"] == "SERVER_ERROR"
     assert "LookupError: table 'orders' does not exist" in err["message"]
     assert_clean_model_text(timed.result)
+    node = await rig.call("svc__traceback", {"style": "node"})
+    assert "ENOENT: no such file or directory, open 'orders.json'" in node.error["message"]
+    assert "at " not in node.error["message"].split("orders.json'")[1].split(".")[0]
+    assert_clean_model_text(node.result)
 
 
 async def huge_results(rig: Rig) -> None:

@@ -24,6 +24,7 @@ downstream edge turns an error into a result exactly once, with ``to_result``.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -310,6 +311,20 @@ def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0] if leaves else group
 
 
+_JS_FRAME = re.compile(r"^\s*at\s.*:\d+(:\d+)?\)?\s*$")
+
+
+def _without_stack(message: str) -> str:
+    """An upstream's error text without a stack trace: the model needs the error, not the
+    server's source paths. A Python traceback shrinks to its last line (the exception)."""
+    text = message.strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1] if lines else text
+    kept = [line for line in text.splitlines() if not _JS_FRAME.match(line)]
+    return "\n".join(kept).strip() or text
+
+
 def _is_transport_close(exc: MCPError) -> bool:
     """The SDK's own "connection closed" (stdio EOF, a broken SSE stream), not an upstream's reply.
 
@@ -342,7 +357,7 @@ def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeou
             server=server,
             tool=tool,
         )
-    upstream_text = clip(message.strip(), 300)
+    upstream_text = clip(_without_stack(message), 300)
     if exc.code == types.INVALID_PARAMS:
         lowered = message.lower()
         if tool is not None and any(hint in lowered for hint in _UNKNOWN_TOOL_HINTS):

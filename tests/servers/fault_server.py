@@ -48,7 +48,10 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         {"code": {"type": "integer"}, "message": {"type": "string"}},
     ),
     "invalid_params": ("Fail with JSON-RPC -32602 and the given message.", {"message": {"type": "string"}}),
-    "traceback": ("Fail with a JSON-RPC error whose message is a Python traceback.", {}),
+    "traceback": (
+        "Fail with a JSON-RPC error whose message holds a stack trace (style: python or node).",
+        {"style": {"type": "string"}},
+    ),
     "huge": ("Return this many bytes of text.", {"bytes": {"type": "integer"}}),
     "huge_structured": ("Return this many bytes of structured content.", {"bytes": {"type": "integer"}}),
     "is_error": ("Return the tool's own isError result.", {}),
@@ -172,6 +175,14 @@ async def _serve(args: argparse.Namespace) -> None:
                 raise MCPError(int(arguments.get("code", -32603)), str(arguments.get("message", "upstream failure")))
             case "invalid_params":
                 raise MCPError(types.INVALID_PARAMS, str(arguments.get("message", "invalid params")))
+            case "traceback" if arguments.get("style") == "node":
+                message = (
+                    "Error: ENOENT: no such file or directory, open 'orders.json'\n"
+                    "    at Object.openSync (node:fs:573:18)\n"
+                    "    at loadOrders (/home/alice/project/index.js:10:5)\n"
+                    "    at /home/alice/project/index.js:22:3"
+                )
+                raise MCPError(types.INTERNAL_ERROR, message)
             case "traceback":
                 message = (
                     "Traceback (most recent call last):\n"
