@@ -224,7 +224,9 @@ class Upstream:
         if self.state is State.FAILED or (self.first_ready_after is None and self.error is not None):
             # Never served: say why it fails rather than "restarting"; it is retried in the background.
             why = self.error.message if self.error is not None else f"Server {where} failed to start."
-            retrying = self.state is not State.FAILED
+            # FAILED also marks a first failure waiting for its retry; only a spawn failure is given up on.
+            gave_up = self.state is State.FAILED and (self.error is None or self.error.code is Code.SPAWN_FAILED)
+            retrying = not gave_up
             return UpstreamError(
                 Code.SERVER_UNAVAILABLE,
                 why + (" The proxy keeps retrying; try again later or use another tool." if retrying else ""),
