@@ -259,6 +259,19 @@ async def exit_at_startup(rig: Rig) -> None:
     assert rig.upstream("dies").first_ready_after is None
 
 
+async def first_failed_start_is_retried_and_says_so(rig: Rig) -> None:
+    """Regression: while the proxy waited to retry a server whose first start failed, its
+    state was FAILED and calls were told the error was not retryable (and nothing about the
+    retry), though the proxy does retry it."""
+    await rig.first_attempt("dies")
+    upstream = rig.upstream("dies")
+    assert upstream.restarts == 0  # waiting 5-10 s before its first retry
+    info = (await rig.call("dies__echo", {}, within=3)).error
+    assert info["code"] == "SERVER_UNAVAILABLE" and info["retryable"] is True, info
+    assert "keeps retrying" in info["message"]
+    assert upstream.restarts == 0
+
+
 async def garbage_then_serves(rig: Rig) -> None:
     await rig.ready("noisy")
     assert await rig.ok("noisy__echo", {"text": "through the noise"}) == "through the noise"
@@ -463,6 +476,12 @@ FAULTS = [
         fs("dies", "--exit-at-startup", "3", env={"FAULT_SECRET": ENV_SECRET}),
         exit_at_startup,
         {"restart_initial_delay": 0.2},
+    ),
+    Fault(
+        "first_failed_start_is_retried_and_says_so",
+        fs("dies", "--exit-at-startup", "3"),
+        first_failed_start_is_retried_and_says_so,
+        {"restart_initial_delay": 10, "restart_max_delay": 10},
     ),
     Fault("garbage_then_serves", fs("noisy", "--garbage"), garbage_then_serves),
     Fault(
