@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import mcp_types as types
 
 from mcp_patchbay.errors import Code, NotDelivered, PatchbayError, SessionExpired, UpstreamError
 
@@ -87,11 +86,14 @@ class ToolCall:
     attempts: int = field(default=0)
 
 
-Handler = Callable[[ToolCall], Awaitable[types.CallToolResult]]
+RawResult = dict[str, Any]
+"""A ``CallToolResult`` as JSON values: results cross the proxy without a model round trip."""
+
+Handler = Callable[[ToolCall], Awaitable[RawResult]]
 
 
 def with_deadline(inner: Handler) -> Handler:
-    async def handle(call: ToolCall) -> types.CallToolResult:
+    async def handle(call: ToolCall) -> RawResult:
         deadline = call.deadline
         with anyio.CancelScope(deadline=anyio.current_time() + max(0.0, deadline.remaining())) as scope:
             deadline._scope = scope  # pyright: ignore[reportPrivateUsage] - Deadline and this policy are one unit
@@ -166,7 +168,7 @@ _NOT_FAILURES = frozenset({Code.CIRCUIT_OPEN, Code.BULKHEAD_FULL, Code.SERVER_ST
 
 
 def with_breaker(inner: Handler, breaker: CircuitBreaker) -> Handler:
-    async def handle(call: ToolCall) -> types.CallToolResult:
+    async def handle(call: ToolCall) -> RawResult:
         wait = breaker.check()
         if wait is not None:
             raise UpstreamError(
@@ -219,7 +221,7 @@ def with_bulkhead(inner: Handler, bulkhead: Bulkhead) -> Handler:
             tool=call.tool,
         )
 
-    async def handle(call: ToolCall) -> types.CallToolResult:
+    async def handle(call: ToolCall) -> RawResult:
         semaphore = bulkhead.semaphore
         if semaphore.value > 0:  # fast path: no queue
             async with semaphore:
@@ -262,7 +264,7 @@ def with_retry(inner: Handler, policy: RetryPolicy, wait_ready: Callable[[float]
     session expiry) and says whether it is.
     """
 
-    async def handle(call: ToolCall) -> types.CallToolResult:
+    async def handle(call: ToolCall) -> RawResult:
         while True:
             call.attempts += 1
             try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -35,6 +35,8 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from mcp_patchbay import __version__
 from mcp_patchbay.catalog import CatalogTool, owner_of_uri
@@ -173,6 +175,8 @@ class Proxy:
             else:
                 self._client_caps = ctx.session.client_capabilities
             self._client_hello.set()
+        if ctx.method == "tools/call" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await self._fast_call(ctx, call_next)
         return await call_next(ctx)
 
     async def _await_client(self) -> None:
@@ -221,8 +225,30 @@ class Proxy:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        """The SDK's typed path: 2026-07-28 connections (their results are shaped by the SDK)."""
+        raw = await self._run_tool(ctx, params.name, params.arguments)
+        return types.CallToolResult.model_validate(raw, by_name=False)
+
+    async def _fast_call(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """``tools/call`` on a handshake-era connection, as raw JSON values end to end.
+
+        Every client that launches us over stdio today (Claude Desktop and Code, Cursor, VS
+        Code) speaks the handshake era, where a tool result crosses the proxy unchanged. So
+        its call skips the SDK's pydantic round trips on both hops (request model, params
+        model, result model, result sieve): a third of a proxied call's cost. Malformed
+        params fall back to the SDK's path, which answers them with its usual JSON-RPC error.
+        """
+        params = ctx.params
+        name = params.get("name") if params is not None else None
+        arguments = params.get("arguments") if params is not None else None
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+            return await call_next(ctx)
+        return await self._run_tool(ctx, name, cast("dict[str, Any] | None", arguments))
+
+    async def _run_tool(
+        self, ctx: ServerRequestContext[Any, Any], called: str, arguments: dict[str, Any] | None
+    ) -> dict[str, Any]:
         started = time.monotonic()
-        called = params.name
         target = self.supervisor.catalog.by_exposed.get(called)
         server: str | None = None
         try:
@@ -240,7 +266,7 @@ class Proxy:
                     Code.SERVER_UNAVAILABLE, f"Server '{server}' was removed from the config.", server=server
                 )
             if target.checker is not None:
-                problems = target.checker.problems(params.arguments)
+                problems = target.checker.problems(arguments)
                 if problems:
                     raise ClientError(
                         Code.INVALID_ARGUMENTS,
@@ -250,7 +276,7 @@ class Proxy:
                         tool=target.upstream_name,
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
-            result = await upstream.chain(self._tool_call(ctx, upstream, target, params))
+            result = await upstream.chain(self._tool_call(ctx, upstream, target, arguments))
             result = self._bounded(result, target)
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -258,7 +284,7 @@ class Proxy:
                     called,
                     server,
                     target.upstream_name,
-                    " (tool reported isError)" if result.is_error else "",
+                    " (tool reported isError)" if result.get("isError") else "",
                     (time.monotonic() - started) * 1000,
                 )
             return result
@@ -297,7 +323,7 @@ class Proxy:
         ctx: ServerRequestContext[Any, Any],
         upstream: Upstream,
         target: CatalogTool,
-        params: types.CallToolRequestParams,
+        arguments: dict[str, Any] | None,
     ) -> ToolCall:
         token = ctx.meta.get("progress_token") if ctx.meta else None
         on_progress: ProgressFn | None = None
@@ -319,7 +345,7 @@ class Proxy:
         return ToolCall(
             server=upstream.name,
             tool=target.upstream_name,
-            arguments=params.arguments,
+            arguments=arguments,
             deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
             retry_safe=target.retry_safe,
             on_progress=on_progress,
@@ -327,7 +353,7 @@ class Proxy:
 
     def _fail(
         self, error: PatchbayError, called: str, target: CatalogTool | None, server: str | None, started: float
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
@@ -347,40 +373,31 @@ class Proxy:
         )
         if self.settings.unknown_tool == "error" and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS):
             raise to_mcp_error(error)
-        return to_result(error)
+        return _dump(to_result(error))
 
-    def _bounded(self, result: types.CallToolResult, target: CatalogTool) -> types.CallToolResult:
+    def _bounded(self, result: dict[str, Any], target: CatalogTool) -> dict[str, Any]:
         """Apply ``max_result_bytes``: truncate text with a note; refuse oversize structured content."""
         limit = self.settings.max_result_bytes
-        size = 0
-        for block in result.content:
-            if isinstance(block, types.TextContent):
-                size += len(block.text)
-            elif isinstance(block, types.ImageContent | types.AudioContent):
-                size += len(block.data)
-            elif isinstance(block, types.EmbeddedResource):
-                resource = block.resource
-                size += len(resource.text) if isinstance(resource, types.TextResourceContents) else len(resource.blob)
-        structured = result.structured_content
-        structured_size = len(json.dumps(structured)) if structured is not None and size * 2 < limit else 0
+        size = sum(_block_size(block) for block in result.get("content") or ())
+        structured = result.get("structuredContent")
+        if size <= limit and structured is None:
+            return result
+        structured_size = len(json.dumps(structured)) if structured is not None else 0
         if size + structured_size <= limit:
             return result
-        if structured is not None and len(json.dumps(structured)) > limit:
+        if structured_size > limit:
             raise UpstreamError(
                 Code.RESULT_TOO_LARGE,
-                f"The result of '{target.exposed}' is too large to return ({len(json.dumps(structured)):,} bytes of "
+                f"The result of '{target.exposed}' is too large to return ({structured_size:,} bytes of "
                 f"structured content; the limit is {limit:,}). Ask for less, for example with a narrower query.",
                 server=target.server,
                 tool=target.upstream_name,
             )
         return _truncate(result, limit)
 
-    def _status_result(self) -> types.CallToolResult:
+    def _status_result(self) -> dict[str, Any]:
         snapshot = self.status_snapshot()
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(snapshot, indent=1))],
-            structured_content=snapshot,
-        )
+        return {"content": [{"type": "text", "text": json.dumps(snapshot, indent=1)}], "structuredContent": snapshot}
 
     def status_snapshot(self) -> dict[str, Any]:
         return self.supervisor.status.snapshot({n: u.status() for n, u in self.supervisor.upstreams.items()})
@@ -620,24 +637,49 @@ def _status_tool() -> types.Tool:
     )
 
 
-def _truncate(result: types.CallToolResult, limit: int) -> types.CallToolResult:
+def _block_size(block: Any) -> int:
+    """Characters a content block carries (text, base64 data, embedded resource text or blob)."""
+    if not isinstance(block, dict):
+        return 0
+    item = cast("dict[str, Any]", block)
+    kind = item.get("type")
+    if kind == "text":
+        return len(item.get("text") or "")
+    if kind in ("image", "audio"):
+        return len(item.get("data") or "")
+    if kind == "resource":
+        resource = item.get("resource")
+        if isinstance(resource, dict):
+            inner = cast("dict[str, Any]", resource)
+            return len(inner.get("text") or inner.get("blob") or "")
+    return 0
+
+
+def _truncate(result: dict[str, Any], limit: int) -> dict[str, Any]:
     remaining = limit
     cut_total = 0
     blocks: list[Any] = []
-    for block in result.content:
+    for block in result.get("content") or ():
         kept: Any = block
-        if isinstance(block, types.TextContent):
-            if len(block.text) > remaining:
-                cut_total += len(block.text) - remaining
-                kept = block.model_copy(update={"text": block.text[:remaining]})
-            remaining -= len(kept.text)
+        item = cast("dict[str, Any]", block) if isinstance(block, dict) else {}
+        if item.get("type") == "text":
+            text = cast("str", item.get("text") or "")
+            if len(text) > remaining:
+                cut_total += len(text) - remaining
+                kept = {**item, "text": text[:remaining]}
+                text = text[:remaining]
+            remaining -= len(text)
         blocks.append(kept)
     note = (
         f"[mcp-patchbay: this result was truncated: {cut_total:,} of {cut_total + limit:,} characters were cut "
         f"to stay under the {limit:,}-byte limit. Ask for less to see everything.]"
     )
-    blocks.append(types.TextContent(type="text", text=note))
-    return result.model_copy(update={"content": blocks})
+    blocks.append({"type": "text", "text": note})
+    return {**result, "content": blocks}
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 __all__ = ["STATUS_URI", "Proxy"]

@@ -42,7 +42,17 @@ from mcp_patchbay.errors import (
     from_http_status,
     translate,
 )
-from mcp_patchbay.policies import Bulkhead, CircuitBreaker, Deadline, Handler, RetryPolicy, ToolCall, build_chain
+from mcp_patchbay.policies import (
+    Bulkhead,
+    CircuitBreaker,
+    Deadline,
+    Handler,
+    ProgressFn,
+    RawResult,
+    RetryPolicy,
+    ToolCall,
+    build_chain,
+)
 from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
 
 logger = logging.getLogger("mcp_patchbay.upstream")
@@ -246,15 +256,22 @@ class Upstream:
         )
 
     async def wait_ready(self, timeout: float) -> bool:
-        if self._session is not None:
-            return True
         with anyio.move_on_after(max(0.0, timeout)):
-            await self._ready.wait()
+            while self._session is None:
+                await self._ready.wait()
         return self._session is not None
+
+    def _set_session(self, session: ClientSession | None) -> None:
+        """Keep the invariant that ``_ready`` is set exactly while there is a session."""
+        self._session = session
+        if session is not None:
+            self._ready.set()
+        elif self._ready.is_set():
+            self._ready = anyio.Event()
 
     # --- the call -----------------------------------------------------------------------
 
-    async def send_call(self, call: ToolCall) -> types.CallToolResult:
+    async def send_call(self, call: ToolCall) -> RawResult:
         session = self._session
         if session is None and not self.first_attempt_done.is_set():
             # A call that arrives during startup waits for it, within its own deadline.
@@ -263,6 +280,7 @@ class Upstream:
             session = self._session
         if session is None:
             raise self.unavailable_error()
+        lost = self._lost  # this connection's: a late failure must not end the next one
         deadline = call.deadline
         on_progress = call.on_progress
 
@@ -271,16 +289,28 @@ class Upstream:
             if on_progress is not None:
                 await on_progress(progress, total, message)
 
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=call.tool, arguments=call.arguments, _meta=cast(Any, call.meta))  # pyright: ignore[reportCallIssue]
-        )
+        params: dict[str, Any] = {"name": call.tool}
+        if call.arguments is not None:
+            params["arguments"] = call.arguments
+        if call.meta:
+            params["_meta"] = dict(call.meta)
         self._deadlines.add(deadline)
         try:
-            return await session.send_request(request, types.CallToolResult, progress_callback=progress)
+            result = await send_raw(session, "tools/call", params, progress)
         except Exception as exc:
-            raise self._failure(exc, call.tool) from exc
+            raise self._failure(exc, call.tool, lost) from exc
         finally:
             self._deadlines.discard(deadline)
+        if not _is_call_result(result):
+            raise UpstreamError(
+                Code.PROTOCOL_ERROR,
+                f"Server '{self.name}' answered with a malformed tool result. Retry once; if it persists, tell "
+                "the user.",
+                detail=f"result: {str(result)[:500]}",
+                server=self.name,
+                tool=call.tool,
+            )
+        return result
 
     @contextmanager
     def paused_deadlines(self) -> Generator[None, None, None]:
@@ -301,6 +331,7 @@ class Upstream:
         session = self._session
         if session is None:
             raise self.unavailable_error()
+        lost = self._lost
         try:
             with anyio.fail_after(timeout or self.settings.timeout):
                 return await session.send_request(request, result_type)
@@ -311,20 +342,20 @@ class Upstream:
                 server=self.name,
             ) from exc
         except Exception as exc:
-            raise self._failure(exc, None) from exc
+            raise self._failure(exc, None, lost) from exc
 
-    def _failure(self, exc: Exception, tool: str | None) -> PatchbayError:
+    def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
         if isinstance(self.spec, RemoteSpec) and isinstance(exc, MCPError) and exc.code != types.INVALID_PARAMS:
             seen = self._http.take_recent()
             if seen is not None:
                 error = from_http_status(seen[0], seen[1], server=self.name)
                 error.tool = tool
                 if error.code is Code.CONNECTION_LOST:  # 404: the session is gone
-                    self._lost.set()
+                    lost.set()
                 return error
         error = translate(exc, server=self.name, tool=tool)
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
-            self._lost.set()
+            lost.set()
         return error
 
     # --- the life of the connection --------------------------------------------------
@@ -346,8 +377,7 @@ class Upstream:
                 except Exception as exc:
                     self._record_failure(exc)
                 finally:
-                    self._session = None
-                    self._ready = anyio.Event()
+                    self._set_session(None)
                     self._lost = anyio.Event()
                     self.ready_since = None
                 if self._stopping:
@@ -419,13 +449,12 @@ class Upstream:
                 startup.deadline = math.inf
                 previous = self.listing
                 self.listing = listing
-                self._session = session
+                self._set_session(session)
                 self.error = None
                 self.state = State.READY
                 self.ready_since = time.monotonic()
                 if self.first_ready_after is None:
                     self.first_ready_after = self.ready_since - self._created
-                self._ready.set()
                 self.first_attempt_done.set()
                 self.log.info(
                     "server '%s' ready in %.0f ms: %d tools, %d resources, %d prompts%s",
@@ -443,7 +472,7 @@ class Upstream:
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 if not self._stopping:
-                    self._session = None
+                    self._set_session(None)
                     self.state = State.RESTARTING
                     self.on_change(self)
                     raise await self._lost_failure(link.watch)
@@ -629,6 +658,42 @@ class Upstream:
             "in_flight": self.bulkhead.in_flight,
             "ready_after_ms": None if self.first_ready_after is None else round(self.first_ready_after * 1000),
         }
+
+
+async def send_raw(
+    session: ClientSession, method: str, params: dict[str, Any], on_progress: ProgressFn | None = None
+) -> dict[str, Any]:
+    """A request as JSON values, without the SDK's model round trip.
+
+    ``ClientSession.send_request`` dumps a request model and validates the result into
+    one; for a tool call through a proxy both are pure cost, since the result goes on
+    as it came. This does what ``send_request`` does on the wire (the session's
+    per-era stamp, the dispatcher) and nothing else. Falls back to ``send_request``
+    should the SDK's internals move.
+    """
+    dispatcher = getattr(session, "_dispatcher", None)
+    stamp = getattr(session, "_stamp", None)
+    if dispatcher is None or stamp is None:  # pragma: no cover - only if the SDK changes shape
+        request = types.CallToolRequest(params=types.CallToolRequestParams.model_validate(params))
+        model = await session.send_request(request, types.CallToolResult, progress_callback=cast(Any, on_progress))
+        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    data: dict[str, Any] = {"method": method, "params": params}
+    opts: dict[str, Any] = {}
+    stamp(data, opts)
+    if on_progress is not None:
+        opts["on_progress"] = on_progress
+    return await dispatcher.send_raw_request(method, data.get("params"), opts)
+
+
+def _is_call_result(result: Any) -> bool:
+    """Enough shape to pass on: an object whose content, if any, is a list of objects."""
+    if not isinstance(result, dict):
+        return False
+    content = cast("dict[str, Any]", result).get("content", [])
+    if not isinstance(content, list):
+        return False
+    structured = cast("dict[str, Any]", result).get("structuredContent")
+    return structured is None or isinstance(structured, dict)
 
 
 def _replace(listing: Listing, **changes: Any) -> Listing:
