@@ -6,22 +6,32 @@
 - ``wait_gone``: waits on a pidfd (an event, not a poll) for each process to exit.
 - ``assert_clean_model_text``: what the model is shown is short, and holds no file path,
   traceback or secret.
+- ``proxy_rig``: the proxy in-process (no connector: real processes and sockets) with an SDK
+  ``Client`` on it, and a ``LogWaiter`` on its log.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import select
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import Client
+
+from mcp_patchbay.config import Config, parse_config
+from mcp_patchbay.server import Proxy
+from mcp_patchbay.upstream import Upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
@@ -83,11 +93,7 @@ class ProcessRecord:
         return [Recorded(r["kind"], r["name"], r["pid"], r["start"]) for r in rows]
 
     def pids(self, name: str | None = None, kind: str | None = None) -> list[int]:
-        return [
-            e.pid
-            for e in self.entries()
-            if (name is None or e.name == name) and (kind is None or e.kind == kind)
-        ]
+        return [e.pid for e in self.entries() if (name is None or e.name == name) and (kind is None or e.kind == kind)]
 
     async def wait_all_gone(self, timeout: float = 10.0) -> list[Recorded]:
         entries = self.entries()
@@ -163,3 +169,126 @@ def descendants_of(pid: int) -> list[int]:
             result.append(child)
             todo.append(child)
     return result
+
+
+# --- the proxy in-process, with a client and its log ------------------------------------------
+
+
+class LogWaiter(logging.Handler):
+    """Collects the proxy's log records and wakes a waiter when one matches (an event, not a poll)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self._changed = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def messages(self, pattern: str = "") -> list[str]:
+        found = [r.getMessage() for r in self.records]
+        return [m for m in found if re.search(pattern, m)]
+
+    async def wait_for(self, pattern: str, count: int = 1, timeout: float = 10.0) -> list[str]:
+        with anyio.fail_after(timeout):
+            while len(found := self.messages(pattern)) < count:
+                await self._changed.wait()
+        return found
+
+    def everything(self) -> str:
+        parts: list[str] = []
+        for record in self.records:
+            parts.append(record.getMessage())
+            if record.exc_info:
+                parts.append(logging.Formatter().formatException(record.exc_info))
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Timed:
+    result: types.CallToolResult
+    seconds: float
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return error_info(self.result)
+
+
+@dataclass
+class Rig:
+    proxy: Proxy
+    client: Client
+    log: LogWaiter
+    tmp: Path
+    started: float
+    record: ProcessRecord
+    results: list[types.CallToolResult] = field(default_factory=lambda: list[types.CallToolResult]())
+    pids: list[int] = field(default_factory=lambda: list[int]())
+
+    def upstream(self, name: str) -> Upstream:
+        return self.proxy.supervisor.upstreams[name]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None, *, within: float = 10.0) -> Timed:
+        began = time.monotonic()
+        with anyio.fail_after(within):
+            result = await self.client.call_tool(name, arguments or {})
+        self.results.append(result)
+        return Timed(result, time.monotonic() - began)
+
+    async def ok(self, name: str, arguments: dict[str, Any] | None = None, *, within: float = 10.0) -> str:
+        timed = await self.call(name, arguments, within=within)
+        assert not timed.result.is_error, timed.result
+        return result_text(timed.result)
+
+    async def pid(self, server: str) -> int:
+        pid = int(await self.ok(f"{server}__pid"))
+        self.pids.append(pid)
+        return pid
+
+    async def ready(self, server: str, within: float = 15.0) -> None:
+        upstream = self.upstream(server)
+        assert await upstream.wait_ready(within), f"{server} not ready: {upstream.reason()}"
+
+    async def first_attempt(self, server: str, within: float = 15.0) -> None:
+        with anyio.fail_after(within):
+            await self.upstream(server).first_attempt_done.wait()
+
+    async def alive(self) -> set[str]:
+        """The session works: ping and tools/list answer. Returns the tool names."""
+        with anyio.fail_after(10):
+            await self.client.send_ping()
+            return {t.name for t in (await self.client.list_tools()).tools}
+
+
+def make_config(tmp: Path, servers: dict[str, Any], settings: dict[str, Any]) -> Config:
+    path = tmp / "patchbay.json"
+    path.write_text(json.dumps({"mcpServers": servers, "patchbay": {"watch": False, **settings}}))
+    return parse_config(path.read_text(), path, environ=dict(os.environ))
+
+
+@asynccontextmanager
+async def proxy_rig(
+    tmp: Path, servers: dict[str, Any], settings: dict[str, Any], *, mode: str = "legacy", bound: float = 60.0
+) -> AsyncIterator[Rig]:
+    """The proxy in-process in front of ``servers``, an SDK client on it, everything within ``bound`` s."""
+    config = make_config(tmp, servers, settings)
+    log = LogWaiter()
+    patchbay_logger = logging.getLogger("mcp_patchbay")
+    patchbay_logger.addHandler(log)
+    previous_level = patchbay_logger.level
+    patchbay_logger.setLevel(logging.DEBUG)
+    proxy = Proxy(config)
+    try:
+        with anyio.fail_after(bound):
+            async with anyio.create_task_group() as tg:
+                await tg.start(proxy.run)
+                try:
+                    async with Client(proxy.server, mode=mode, cache=None) as client:  # pyright: ignore[reportArgumentType]
+                        yield Rig(proxy, client, log, tmp, time.monotonic(), ProcessRecord(tmp / "processes.jsonl"))
+                finally:
+                    tg.cancel_scope.cancel()
+    finally:
+        patchbay_logger.removeHandler(log)
+        patchbay_logger.setLevel(previous_level)

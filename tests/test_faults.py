@@ -14,9 +14,7 @@ healthy, and talks to it with an SDK ``Client``. Every case then checks the same
 from __future__ import annotations
 
 import json
-import logging
 import os
-import re
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,19 +26,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
 
-from mcp_patchbay.config import parse_config
 from mcp_patchbay.policies import BreakerState
-from mcp_patchbay.server import Proxy
-from mcp_patchbay.upstream import State, Upstream
+from mcp_patchbay.upstream import State
 from tests.e2e_util import (
     SECRET,
     ProcessRecord,
+    Rig,
+    Timed,
     alive,
     assert_clean_model_text,
-    error_info,
     fault_entry,
+    proxy_rig,
     result_text,
     wait_gone,
 )
@@ -55,99 +52,10 @@ BASE_SETTINGS: dict[str, Any] = {
     "connect_timeout": 15,
     "startup_wait": 15,
     "timeout": 20,
-    "watch": False,
 }
 
 
 # --- the rig ------------------------------------------------------------------------------
-
-
-class LogWaiter(logging.Handler):
-    """Collects the proxy's log records and wakes a waiter when one matches (an event, not a poll)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-        self._changed = anyio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    def messages(self, pattern: str = "") -> list[str]:
-        found = [r.getMessage() for r in self.records]
-        return [m for m in found if re.search(pattern, m)]
-
-    async def wait_for(self, pattern: str, count: int = 1, timeout: float = 10.0) -> list[str]:
-        with anyio.fail_after(timeout):
-            while len(found := self.messages(pattern)) < count:
-                await self._changed.wait()
-        return found
-
-    def everything(self) -> str:
-        parts: list[str] = []
-        for record in self.records:
-            parts.append(record.getMessage())
-            if record.exc_info:
-                parts.append(logging.Formatter().formatException(record.exc_info))
-        return "\n".join(parts)
-
-
-@dataclass
-class Rig:
-    proxy: Proxy
-    client: Client
-    record: ProcessRecord
-    log: LogWaiter
-    tmp: Path
-    started: float
-    results: list[types.CallToolResult] = field(default_factory=lambda: list[types.CallToolResult]())
-    pids: list[int] = field(default_factory=lambda: list[int]())
-
-    def upstream(self, name: str) -> Upstream:
-        return self.proxy.supervisor.upstreams[name]
-
-    async def call(self, name: str, arguments: dict[str, Any] | None = None, *, within: float = 10.0) -> Timed:
-        began = time.monotonic()
-        with anyio.fail_after(within):
-            result = await self.client.call_tool(name, arguments or {})
-        self.results.append(result)
-        return Timed(result, time.monotonic() - began)
-
-    async def ok(self, name: str, arguments: dict[str, Any] | None = None, *, within: float = 10.0) -> str:
-        timed = await self.call(name, arguments, within=within)
-        assert not timed.result.is_error, timed.result
-        return result_text(timed.result)
-
-    async def pid(self, server: str) -> int:
-        pid = int(await self.ok(f"{server}__pid"))
-        self.pids.append(pid)
-        return pid
-
-    async def ready(self, server: str, within: float = 15.0) -> None:
-        assert await self.upstream(server).wait_ready(within), f"{server} not ready: {self.upstream(server).reason()}"
-
-    async def first_attempt(self, server: str, within: float = 15.0) -> None:
-        with anyio.fail_after(within):
-            await self.upstream(server).first_attempt_done.wait()
-
-
-@dataclass(frozen=True)
-class Timed:
-    result: types.CallToolResult
-    seconds: float
-
-    @property
-    def error(self) -> dict[str, Any]:
-        return error_info(self.result)
-
-
-def _config(tmp: Path, servers: dict[str, Any], settings: dict[str, Any]) -> Any:
-    path = tmp / "patchbay.json"
-    document = {"mcpServers": servers, "patchbay": {**BASE_SETTINGS, **settings}}
-    path.write_text(json.dumps(document))
-    return parse_config(path.read_text(), path, environ=dict(os.environ))
 
 
 @asynccontextmanager
@@ -155,46 +63,25 @@ async def fault_rig(tmp: Path, servers: dict[str, Any], settings: dict[str, Any]
     """The proxy in-process in front of ``servers`` plus a healthy fault_server; checks the common promises."""
     record = ProcessRecord(tmp / "processes.jsonl")
     entries = {HEALTHY: fault_entry(HEALTHY, record=record.path), **servers}
-    config = _config(tmp, entries, settings or {})
-    log = LogWaiter()
-    patchbay_logger = logging.getLogger("mcp_patchbay")
-    patchbay_logger.addHandler(log)
-    previous_level = patchbay_logger.level
-    patchbay_logger.setLevel(logging.DEBUG)
-    proxy = Proxy(config)
-    try:
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as tg:
-                await tg.start(proxy.run)
-                try:
-                    async with Client(proxy.server, mode="legacy", cache=None) as client:  # pyright: ignore[reportArgumentType]
-                        rig = Rig(proxy, client, record, log, tmp, time.monotonic())
-                        await rig.ready(HEALTHY)
-                        healthy_pid = await rig.pid(HEALTHY)
-                        yield rig
-                        # The healthy upstream was not touched by the fault, and the session is alive.
-                        with anyio.fail_after(10):
-                            await client.send_ping()
-                            names = {t.name for t in (await client.list_tools()).tools}
-                        assert f"{HEALTHY}__echo" in names
-                        assert await rig.ok(f"{HEALTHY}__echo", {"text": "still here"}) == "still here"
-                        assert await rig.pid(HEALTHY) == healthy_pid
-                        healthy = rig.upstream(HEALTHY)
-                        assert healthy.restarts == 0 and healthy.state is State.READY
-                        assert healthy.breaker.state is BreakerState.CLOSED
-                        for result in rig.results:
-                            if result.is_error and result.structured_content is not None:
-                                assert_clean_model_text(result, ENV_SECRET)
-                finally:
-                    tg.cancel_scope.cancel()
-        # Nothing the proxy started outlives it: every upstream process and every child of one.
-        recorded = await record.wait_all_gone(timeout=15)
-        assert {e.pid for e in recorded} >= set(rig.pids)
-        await wait_gone(rig.pids, timeout=5)
-        assert SECRET not in log.everything() and ENV_SECRET not in log.everything()
-    finally:
-        patchbay_logger.removeHandler(log)
-        patchbay_logger.setLevel(previous_level)
+    async with proxy_rig(tmp, entries, {**BASE_SETTINGS, **(settings or {})}) as rig:
+        await rig.ready(HEALTHY)
+        healthy_pid = await rig.pid(HEALTHY)
+        yield rig
+        # The healthy upstream was not touched by the fault, and the session is alive.
+        assert f"{HEALTHY}__echo" in await rig.alive()
+        assert await rig.ok(f"{HEALTHY}__echo", {"text": "still here"}) == "still here"
+        assert await rig.pid(HEALTHY) == healthy_pid
+        healthy = rig.upstream(HEALTHY)
+        assert healthy.restarts == 0 and healthy.state is State.READY
+        assert healthy.breaker.state is BreakerState.CLOSED
+        for result in rig.results:
+            if result.is_error and result.structured_content is not None:
+                assert_clean_model_text(result, ENV_SECRET)
+    # Nothing the proxy started outlives it: every upstream process and every child of one.
+    recorded = await record.wait_all_gone(timeout=15)
+    assert {e.pid for e in recorded} >= set(rig.pids)
+    await wait_gone(rig.pids, timeout=5)
+    assert SECRET not in rig.log.everything() and ENV_SECRET not in rig.log.everything()
 
 
 # --- the cases ----------------------------------------------------------------------------
@@ -288,21 +175,21 @@ async def garbage_never_answers(rig: Rig) -> None:
     listed_after = await _list_tools_after(rig)
     assert listed_after < 2.0 + 1.5, listed_after
     await rig.first_attempt("mute", within=10)
-    assert time.monotonic() - rig.started < 3.0 + 3.0  # bounded by connect_timeout
+    assert time.monotonic() - rig.started < 5.0 + 3.0  # bounded by connect_timeout
     info = (await rig.call("mute__echo", {}, within=3)).error
     assert info["code"] == "SERVER_UNAVAILABLE" and info["retryable"] is True
-    assert "did not finish starting within 3s" in info["message"]
+    assert "did not finish starting within 5s" in info["message"]
     assert "3 line(s) to stdout that are not MCP messages" in info["message"]
 
 
 async def never_answers_ignoring_sigterm(rig: Rig) -> None:
     listed_after = await _list_tools_after(rig)
     assert listed_after < 2.0 + 1.5, listed_after
-    # The first attempt ends after connect_timeout (2 s) plus the stop: stdin closed (2 s grace),
+    # The first attempt ends after connect_timeout (5 s) plus the stop: stdin closed (2 s grace),
     # SIGTERM ignored (2 s more), then SIGKILL.
-    await rig.first_attempt("stubborn", within=2 + 4 + 3)
+    await rig.first_attempt("stubborn", within=5 + 4 + 3)
     info = (await rig.call("stubborn__echo", {}, within=3)).error
-    assert info["code"] == "SERVER_UNAVAILABLE" and "did not finish starting within 2s" in info["message"]
+    assert info["code"] == "SERVER_UNAVAILABLE" and "did not finish starting within 5s" in info["message"]
     first = next(e for e in rig.record.entries() if e.name == "stubborn")
     assert not alive(first.pid, first.start)  # killed, not abandoned
 
@@ -435,7 +322,6 @@ async def huge_results(rig: Rig) -> None:
 
 
 async def restart_storm(rig: Rig) -> None:
-    storm = rig.upstream("storm")
     seen: list[dict[str, Any]] = []
     for attempt in range(1, 5):
         # Right after each crash the proxy waits before restarting: calls get a retryable error.
@@ -451,8 +337,7 @@ async def restart_storm(rig: Rig) -> None:
     waits = [float(m.split(" in ")[1].split("s ")[0]) for m in rig.log.messages(r"reconnecting to 'storm'")]
     assert len(waits) >= 3, waits
     assert waits[2] >= 2 * waits[0] - 0.05, waits
-    assert waits == sorted(waits) or max(waits) >= 0.5, waits
-    assert storm.breaker.state is not BreakerState.OPEN or storm.breaker.failures >= 2
+    assert waits[:4] == sorted(waits[:4]), waits
     assert len(rig.record.pids("storm", "server")) >= 4
 
 
@@ -469,7 +354,11 @@ async def slow_start(rig: Rig) -> None:
 
 
 FAULTS = [
-    Fault("spawn_missing_command", lambda tmp, rec: {"ghost": {"command": "/nonexistent/bin/mcp-ghost-server"}}, spawn_missing),
+    Fault(
+        "spawn_missing_command",
+        lambda tmp, rec: {"ghost": {"command": "/nonexistent/bin/mcp-ghost-server"}},
+        spawn_missing,
+    ),
     Fault("spawn_not_executable", _not_executable, spawn_not_executable),
     Fault(
         "exit_at_startup",
@@ -488,13 +377,13 @@ FAULTS = [
         "garbage_never_answers",
         fs("mute", "--garbage", "--never-answer"),
         garbage_never_answers,
-        {"connect_timeout": 3, "startup_wait": 2, "restart_initial_delay": 5, "restart_max_delay": 5},
+        {"connect_timeout": 5, "startup_wait": 2, "restart_initial_delay": 10, "restart_max_delay": 10},
     ),
     Fault(
         "never_answers_ignoring_sigterm",
         fs("stubborn", "--never-answer", "--ignore-eof", "--ignore-sigterm"),
         never_answers_ignoring_sigterm,
-        {"connect_timeout": 2, "startup_wait": 2, "restart_initial_delay": 0.1},
+        {"connect_timeout": 5, "startup_wait": 2, "restart_initial_delay": 10, "restart_max_delay": 10},
     ),
     Fault("slow_start", fs("late", "--slow-start", "2"), slow_start, {"startup_wait": 1}),
     Fault("crash_mid_call", fs("flaky"), crash_mid_call, {"restart_initial_delay": 0.5}),
@@ -529,6 +418,7 @@ def test_fault_server_runs_as_a_script() -> None:
 
     from tests.e2e_util import FAULT_SERVER
 
-    done = subprocess.run([sys.executable, str(FAULT_SERVER), "--help"], capture_output=True, text=True, timeout=30)
+    command = [sys.executable, str(FAULT_SERVER), "--help"]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "--exit-at-startup" in done.stdout
     assert not alive(os.getpid() + 10_000_000)

@@ -351,12 +351,19 @@ class Upstream:
                 error = from_http_status(seen[0], seen[1], server=self.name)
                 error.tool = tool
                 if error.code is Code.CONNECTION_LOST:  # 404: the session is gone
-                    lost.set()
+                    self._connection_lost(lost)
                 return error
         error = translate(exc, server=self.name, tool=tool)
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
-            lost.set()
+            self._connection_lost(lost)
         return error
+
+    def _connection_lost(self, lost: anyio.Event) -> None:
+        """A call saw its connection end: stop handing out that session at once, so a retry
+        waits (``wait_ready``) for the next connection instead of reusing the dead one."""
+        lost.set()
+        if lost is self._lost:
+            self._set_session(None)
 
     # --- the life of the connection --------------------------------------------------
 

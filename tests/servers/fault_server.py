@@ -197,7 +197,9 @@ async def _serve(args: argparse.Namespace) -> None:
                 return text("x" * int(arguments.get("bytes", 1_000_000)))
             case "huge_structured":
                 blob = "y" * int(arguments.get("bytes", 1_000_000))
-                return types.CallToolResult(content=[types.TextContent(type="text", text="big")], structured_content={"blob": blob})
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text="big")], structured_content={"blob": blob}
+                )
             case "is_error":
                 return text("the tool itself failed: no such order", is_error=True)
             case "counter":
@@ -205,7 +207,7 @@ async def _serve(args: argparse.Namespace) -> None:
             case "pid":
                 return text(str(os.getpid()))
             case "child":
-                child = subprocess.Popen(
+                child = subprocess.Popen(  # noqa: ASYNC220 - returns at once; the child sleeps on its own
                     [sys.executable, "-c", "import time; time.sleep(3600)"],
                     stdin=subprocess.DEVNULL,
                 )

@@ -1,0 +1,246 @@
+"""Remote upstreams: streamable HTTP and SSE, real and faked, all on loopback.
+
+(a) The real ``@modelcontextprotocol/server-everything`` in its streamableHttp and sse
+    modes (node, from tests/e2e/node_modules), bound to 127.0.0.1 on a port the system
+    picks (``tests/servers/loopback.cjs`` forces the address and reports the port).
+(b) Fakes: a real SDK streamable-HTTP server behind an ASGI middleware that answers with
+    HTTP errors on demand (``tests/servers/http_fault_server.py``), served by uvicorn in
+    this event loop on a socket bound before the test starts (no start-up race).
+
+Each test checks the error code the model gets, that a healthy upstream beside the
+faulty one is unaffected, and that the session goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from tests.e2e_util import NODE_MODULES, SERVERS, Rig, assert_clean_model_text, proxy_rig, wait_gone
+from tests.servers.http_fault_server import HttpFaults, serving
+
+pytestmark = pytest.mark.anyio
+
+EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+SETTINGS: dict[str, Any] = {
+    "restart_initial_delay": 0.1,
+    "restart_max_delay": 1.0,
+    "connect_timeout": 10,
+    "startup_wait": 10,
+    "timeout": 10,
+}
+
+
+def http_entry(url: str, **extra: Any) -> dict[str, Any]:
+    return {"url": url, "type": "http", **extra}
+
+
+@asynccontextmanager
+async def http_rig(
+    tmp: Path, faulty: HttpFaults, settings: dict[str, Any] | None = None, **more: dict[str, Any]
+) -> AsyncIterator[Rig]:
+    """The proxy in front of ``faulty`` (server 'fake'), a healthy fake (server 'good') and ``more`` entries."""
+    good = HttpFaults()
+    async with serving(good) as good_url, serving(faulty) as url:
+        servers = {"good": http_entry(f"{good_url}/mcp"), "fake": http_entry(f"{url}/mcp"), **more}
+        async with proxy_rig(tmp, servers, {**SETTINGS, **(settings or {})}) as rig:
+            await rig.ready("good")
+            yield rig
+            await _others_fine(rig)
+
+
+async def _others_fine(rig: Rig) -> None:
+    assert "good__echo" in await rig.alive()
+    assert '"tool": "echo"' in await rig.ok("good__echo", {"text": "fine"})
+    assert rig.upstream("good").restarts == 0
+    for result in rig.results:
+        if result.is_error and result.structured_content is not None:
+            assert_clean_model_text(result)
+
+
+# --- (a) the real server-everything over HTTP and SSE ------------------------------------------
+
+
+@asynccontextmanager
+async def node_everything(mode: str, *, within: float = 20.0) -> AsyncIterator[tuple[int, int]]:
+    """server-everything in ``mode`` on loopback; yields (port, pid). Stops it afterwards."""
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        pytest.skip("node or tests/e2e/node_modules missing: run scripts/install")
+    env = {**os.environ, "PORT": "0"}
+    command = [node, "--require", str(SERVERS / "loopback.cjs"), str(EVERYTHING), mode]
+    process = await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(_read_port, process)
+            try:
+                yield port, process.pid
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            process.terminate()
+            with anyio.fail_after(within):
+                await process.wait()
+
+
+async def _read_port(process: anyio.abc.Process, *, task_status: anyio.abc.TaskStatus[int]) -> None:
+    """Reads stderr until the port line, then keeps draining it (a full pipe would block the server)."""
+    assert process.stderr is not None
+    buffer = b""
+    started = False
+    with anyio.fail_after(20) as scope:
+        async for chunk in process.stderr:
+            buffer += chunk
+            if not started and b"PATCHBAY_TEST_LISTENING " in buffer:
+                line = buffer.split(b"PATCHBAY_TEST_LISTENING ", 1)[1].split(b"\n", 1)[0]
+                task_status.started(int(line))
+                started = True
+                scope.deadline = float("inf")
+            if started:
+                buffer = b""
+    if not started:
+        raise RuntimeError(f"server-everything exited before listening: {buffer.decode(errors='replace')}")
+
+
+async def test_real_everything_over_streamable_http_and_sse(tmp_path: Path) -> None:
+    async with node_everything("streamableHttp") as (http_port, http_pid):
+        async with node_everything("sse") as (sse_port, sse_pid):
+            servers = {
+                "ev_http": http_entry(f"http://127.0.0.1:{http_port}/mcp"),
+                "ev_sse": {"url": f"http://127.0.0.1:{sse_port}/sse", "type": "sse"},
+            }
+            async with proxy_rig(tmp_path, servers, SETTINGS) as rig:
+                await rig.ready("ev_http")
+                await rig.ready("ev_sse")
+                names = await rig.alive()
+                assert {"ev_http__get-sum", "ev_sse__get-sum", "ev_http__echo", "ev_sse__echo"} <= names
+                assert await rig.ok("ev_http__get-sum", {"a": 2, "b": 3}) == "The sum of 2 and 3 is 5."
+                assert await rig.ok("ev_sse__get-sum", {"a": 40, "b": 2}) == "The sum of 40 and 2 is 42."
+                assert await rig.ok("ev_sse__echo", {"message": "over sse"}) == "Echo: over sse"
+                assert await rig.ok("ev_http__echo", {"message": "over http"}) == "Echo: over http"
+    await wait_gone([http_pid, sse_pid], timeout=10)
+
+
+# --- (b) fakes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_connection_refused(tmp_path: Path, transport: str) -> None:
+    # A socket bound but not listening: the port is ours, and connecting to it is refused.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        url = f"http://127.0.0.1:{port}{'/mcp' if transport == 'http' else '/sse'}"
+        async with http_rig(tmp_path, HttpFaults(), down={"url": url, "type": transport}) as rig:
+            await rig.first_attempt("down")
+            timed = await rig.call("down__anything", {}, within=5)
+            info = timed.error
+            assert info["code"] in ("SERVER_UNAVAILABLE", "CONNECTION_FAILED"), info
+            assert info["retryable"] is True and info["server"] == "down"
+            assert "refused" in info["message"] and "'down'" in info["message"]
+            assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_credentials_refused_at_startup(tmp_path: Path, status: int) -> None:
+    async with http_rig(tmp_path, HttpFaults(all_posts=status)) as rig:
+        await rig.first_attempt("fake")
+        timed = await rig.call("fake__echo", {}, within=5)
+        info = timed.error
+        assert info["code"] in ("AUTH_FAILED", "SERVER_UNAVAILABLE"), info
+        assert info["category"] == "configuration" and info["retryable"] is False, info
+        assert "'fake'" in info["message"] and "refused the proxy's credentials" in info["message"], info
+        assert f"HTTP {status}" in info["message"]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_credentials_refused_mid_session(tmp_path: Path, status: int) -> None:
+    tool = "unauthorized" if status == 401 else "forbidden"
+    faulty = HttpFaults(statuses={tool: (status, {})})
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        info = (await rig.call(f"fake__{tool}", {})).error
+        assert info["code"] == "AUTH_FAILED" and info["category"] == "configuration", info
+        assert info["retryable"] is False
+        assert "'fake'" in info["message"] and "refused the proxy's credentials" in info["message"]
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+
+
+async def test_session_expired_mid_session_is_rebuilt_and_the_call_sent_again(tmp_path: Path) -> None:
+    faulty = HttpFaults(expire={"expire"})
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        assert faulty.initializes() == 1
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+        # The server forgets the session (404) on this call: the proxy re-initializes and sends it once more.
+        text = await rig.ok("fake__expire", {"n": 1})
+        assert '"tool": "expire"' in text
+        assert faulty.initializes() == 2
+        assert faulty.calls["expire"] == 1  # reached the tool once: the 404 was answered before it
+        assert len(faulty.expired) == 1
+        # The new session is used from now on.
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+        last = [s for s in faulty.seen if s.tool == "echo"][-1]
+        assert last.session is not None and last.session not in faulty.expired
+
+
+async def test_rate_limited_with_retry_after(tmp_path: Path) -> None:
+    faulty = HttpFaults(statuses={"limited": (429, {"retry-after": "7"})})
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        info = (await rig.call("fake__limited", {})).error
+        assert info["code"] == "RATE_LIMITED" and info["category"] == "rate_limit", info
+        assert info["retryable"] is True and info["retry_after_ms"] == 7000
+        assert "Wait 7s" in info["message"]
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_server_error_status(tmp_path: Path, status: int) -> None:
+    faulty = HttpFaults(statuses={"broken": (status, {})})
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        info = (await rig.call("fake__broken", {})).error
+        assert info["code"] == "SERVER_ERROR" and info["retryable"] is True, info
+        assert f"HTTP {status}" in info["message"]
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+        assert rig.upstream("fake").restarts == 0
+
+
+async def test_jsonrpc_error_over_http_keeps_the_upstream_message(tmp_path: Path) -> None:
+    async with http_rig(tmp_path, HttpFaults()) as rig:
+        await rig.ready("fake")
+        info = (await rig.call("fake__boom", {})).error
+        assert info["code"] == "SERVER_ERROR" and "database on fire" in info["message"], info
+
+
+async def test_status_of_another_request_is_not_blamed_on_a_call(tmp_path: Path) -> None:
+    """Regression: a 405 on the optional GET stream (a server that offers none) was kept for
+    30 s and pinned on the next failing call, whose own JSON-RPC error was then reported as
+    'answered with HTTP 405'."""
+    faulty = HttpFaults(get_status=405)
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        await faulty.wait_seen("GET", 405)
+        info = (await rig.call("fake__boom", {})).error
+        assert info["code"] == "SERVER_ERROR" and "database on fire" in info["message"], info
+        assert "405" not in info["message"]
+
+
+async def test_http_fault_server_runs_as_a_script() -> None:
+    import sys
+
+    script = SERVERS / "http_fault_server.py"
+    done = subprocess.run([sys.executable, str(script), "--help"], check=False, capture_output=True, timeout=30)
+    assert done.returncode == 0 and b"--expire" in done.stdout
