@@ -225,17 +225,20 @@ async def test_jsonrpc_error_over_http_keeps_the_upstream_message(tmp_path: Path
         assert info["code"] == "SERVER_ERROR" and "database on fire" in info["message"], info
 
 
-async def test_status_of_another_request_is_not_blamed_on_a_call(tmp_path: Path) -> None:
-    """Regression: a 405 on the optional GET stream (a server that offers none) was kept for
-    30 s and pinned on the next failing call, whose own JSON-RPC error was then reported as
-    'answered with HTTP 405'."""
-    faulty = HttpFaults(get_status=405)
+@pytest.mark.parametrize("other", ["GET 405", "notification 400"])
+async def test_status_of_another_request_is_not_blamed_on_a_call(tmp_path: Path, other: str) -> None:
+    """Regression: an HTTP error status on another request (a 405 on the optional GET stream of
+    a server that offers none, a 400 on a notification) was kept for 30 s and pinned on the next
+    failing call, whose own JSON-RPC error was then reported as 'answered with HTTP 405'."""
+    method, status = other.split()
+    faulty = HttpFaults(get_status=405) if method == "GET" else HttpFaults(notify_status=400)
     async with http_rig(tmp_path, faulty) as rig:
         await rig.ready("fake")
-        await faulty.wait_seen("GET", 405)
+        await faulty.wait_seen("GET" if method == "GET" else "POST", int(status))
         info = (await rig.call("fake__boom", {})).error
         assert info["code"] == "SERVER_ERROR" and "database on fire" in info["message"], info
-        assert "405" not in info["message"]
+        assert status not in info["message"]
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
 
 
 async def test_http_fault_server_runs_as_a_script() -> None:

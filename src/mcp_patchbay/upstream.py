@@ -58,6 +58,8 @@ from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
 logger = logging.getLogger("mcp_patchbay.upstream")
 
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
+_HTTP_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
+"""What the SDK's streamable-HTTP client answers a request with when its POST got an HTTP error status."""
 STABLE_AFTER = 60.0
 """A connection that lived this long resets the restart backoff."""
 
@@ -122,7 +124,9 @@ class HttpStatusMemo:
     at: float = 0.0
 
     async def hook(self, response: httpx2.Response) -> None:
-        if response.status_code >= 400:
+        # Only POSTs carry requests; a 405 on the optional GET stream or the closing DELETE says
+        # nothing about a call.
+        if response.status_code >= 400 and response.request.method == "POST":
             self.status = response.status_code
             self.retry_after = response.headers.get("retry-after")
             self.at = time.monotonic()
@@ -344,15 +348,26 @@ class Upstream:
         except Exception as exc:
             raise self._failure(exc, None, lost) from exc
 
+    def _http_error(self, exc: BaseException) -> PatchbayError | None:
+        """The HTTP status behind an error the SDK's HTTP client made up for it, if any.
+
+        Only its stand-ins (see ``_HTTP_STAND_INS``) are replaced: any other MCPError is the
+        upstream's own answer, and a status seen meanwhile belongs to some other request.
+        """
+        if not isinstance(self.spec, RemoteSpec) or not isinstance(exc, MCPError):
+            return None
+        if exc.data is not None or exc.message not in _HTTP_STAND_INS:
+            return None
+        seen = self._http.take_recent()
+        return None if seen is None else from_http_status(seen[0], seen[1], server=self.name)
+
     def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
-        if isinstance(self.spec, RemoteSpec) and isinstance(exc, MCPError) and exc.code != types.INVALID_PARAMS:
-            seen = self._http.take_recent()
-            if seen is not None:
-                error = from_http_status(seen[0], seen[1], server=self.name)
-                error.tool = tool
-                if error.code is Code.CONNECTION_LOST:  # 404: the session is gone
-                    self._connection_lost(lost)
-                return error
+        http_error = self._http_error(exc)
+        if http_error is not None:
+            http_error.tool = tool
+            if http_error.code is Code.CONNECTION_LOST:  # 404: the session is gone
+                self._connection_lost(lost)
+            return http_error
         error = translate(exc, server=self.name, tool=tool)
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
             self._connection_lost(lost)

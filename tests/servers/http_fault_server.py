@@ -6,6 +6,7 @@ reads each request's JSON-RPC body and, by rule, answers with a status instead:
 - ``statuses``: a ``tools/call`` of this tool name gets this status (and headers);
 - ``all_posts``: every POST gets this status (a server refusing our credentials outright);
 - ``get_status``: every GET (the optional SSE stream) gets this status (405: "not offered");
+- ``notify_status``: every POSTed notification gets this status (a strict or broken server);
 - ``expire``: a ``tools/call`` of one of these tools forgets the caller's session once: it and
   every later request with that session id get 404, as after a server restart.
 
@@ -54,6 +55,7 @@ class HttpFaults:
     statuses: dict[str, tuple[int, dict[str, str]]] = field(default_factory=lambda: {})
     all_posts: int | None = None
     get_status: int | None = None
+    notify_status: int | None = None
     expire: set[str] = field(default_factory=lambda: set[str]())
     seen: list[Seen] = field(default_factory=lambda: list[Seen]())
     expired: set[str] = field(default_factory=lambda: set[str]())
@@ -118,6 +120,9 @@ class HttpFaults:
             return 404, {}
         if http_method == "GET" and self.get_status is not None:
             return self.get_status, {}
+        if http_method == "POST" and rpc_method is not None and rpc_method.startswith("notifications/"):
+            if self.notify_status is not None:
+                return self.notify_status, {}
         if http_method == "POST" and self.all_posts is not None:
             return self.all_posts, {"www-authenticate": 'Bearer error="invalid_token"'}
         if rpc_method == "tools/call" and tool is not None:
