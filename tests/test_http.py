@@ -26,6 +26,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from mcp_patchbay.upstream import State
 from tests.e2e_util import NODE_MODULES, SERVERS, Rig, assert_clean_model_text, proxy_rig, wait_gone
 from tests.servers.http_fault_server import HttpFaults, serving
 
@@ -153,15 +154,22 @@ async def test_connection_refused(tmp_path: Path, transport: str) -> None:
 
 
 @pytest.mark.parametrize("status", [401, 403])
-async def test_credentials_refused_at_startup(tmp_path: Path, status: int) -> None:
-    async with http_rig(tmp_path, HttpFaults(all_posts=status)) as rig:
+async def test_credentials_refused_at_startup_say_so_and_are_not_retried(tmp_path: Path, status: int) -> None:
+    """Regression: a 401/403 on initialize was reported as "Server 'fake' reported an error:
+    Server returned an error response" (SERVER_ERROR wording, retryable, "keeps retrying") and
+    retried forever; a refused credential is a configuration problem only the user can fix."""
+    faulty = HttpFaults(all_posts=status)
+    async with http_rig(tmp_path, faulty) as rig:
         await rig.first_attempt("fake")
         timed = await rig.call("fake__echo", {}, within=5)
         info = timed.error
         assert info["code"] in ("AUTH_FAILED", "SERVER_UNAVAILABLE"), info
         assert info["category"] == "configuration" and info["retryable"] is False, info
         assert "'fake'" in info["message"] and "refused the proxy's credentials" in info["message"], info
-        assert f"HTTP {status}" in info["message"]
+        assert f"HTTP {status}" in info["message"] and "keeps retrying" not in info["message"]
+        upstream = rig.upstream("fake")
+        assert upstream.state is State.FAILED and upstream.restarts == 0
+        assert sum(1 for s in faulty.seen if s.rpc_method == "initialize") == 1
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -241,7 +249,7 @@ async def test_status_of_another_request_is_not_blamed_on_a_call(tmp_path: Path,
         assert '"tool": "echo"' in await rig.ok("fake__echo", {})
 
 
-async def test_http_fault_server_runs_as_a_script() -> None:
+def test_http_fault_server_runs_as_a_script() -> None:
     import sys
 
     script = SERVERS / "http_fault_server.py"

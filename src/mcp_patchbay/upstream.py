@@ -60,6 +60,8 @@ logger = logging.getLogger("mcp_patchbay.upstream")
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
 _HTTP_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
 """What the SDK's streamable-HTTP client answers a request with when its POST got an HTTP error status."""
+_GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
+"""Startup failures not retried in the background: only the user can fix them (a config reload retries)."""
 STABLE_AFTER = 60.0
 """A connection that lived this long resets the restart backoff."""
 
@@ -238,8 +240,8 @@ class Upstream:
         if self.state is State.FAILED or (self.first_ready_after is None and self.error is not None):
             # Never served: say why it fails rather than "restarting"; it is retried in the background.
             why = self.error.message if self.error is not None else f"Server {where} failed to start."
-            # FAILED also marks a first failure waiting for its retry; only a spawn failure is given up on.
-            gave_up = self.state is State.FAILED and (self.error is None or self.error.code is Code.SPAWN_FAILED)
+            # FAILED also marks a first failure waiting for its retry; see _GIVE_UP for what is given up on.
+            gave_up = self.state is State.FAILED and (self.error is None or self.error.code in _GIVE_UP)
             retrying = not gave_up
             return UpstreamError(
                 Code.SERVER_UNAVAILABLE,
@@ -406,10 +408,10 @@ class Upstream:
                     return
                 if not self.first_attempt_done.is_set():
                     self.first_attempt_done.set()
-                if self.error is not None and self.error.code is Code.SPAWN_FAILED:
+                if self.error is not None and self.error.code in _GIVE_UP:
                     self.state = State.FAILED
                     self.on_change(self)
-                    return  # a missing command does not appear by waiting; a config reload retries
+                    return  # a missing command or a refused token does not mend by waiting; a config reload retries
                 if time.monotonic() - began > STABLE_AFTER:
                     delay = self.settings.restart_initial_delay
                 self.state = State.RESTARTING if self.listing.tools or self.restarts else State.FAILED
@@ -532,7 +534,7 @@ class Upstream:
                 detail=watch.describe_exit(),
                 server=self.name,
             )
-        return translate(exc, server=self.name)
+        return self._http_error(exc) or translate(exc, server=self.name)
 
     async def _lost_failure(self, watch: ProcessWatch | None) -> PatchbayError:
         if watch is not None:
