@@ -248,3 +248,23 @@ def test_deadline_extension_never_passes_the_hard_cap() -> None:
     deadline.pause()
     deadline.resume()  # a person answered an elicitation: a fresh timeout from now
     assert deadline.at == clock.now + 10.0
+
+
+async def test_timeouts_trip_the_breaker() -> None:
+    """Regression: the deadline used to wrap the breaker, which saw a timeout as a cancellation."""
+
+    async def hang(call: ToolCall) -> RawResult:
+        await anyio.sleep(10)
+        return OK
+
+    breaker = CircuitBreaker(threshold=2, cooldown=30.0)
+    chain = build_chain(
+        hang, breaker=breaker, bulkhead=Bulkhead(2, 2, 1.0), retry=RetryPolicy(0, 0.1), wait_ready=_never
+    )
+    codes: list[Code] = []
+    with anyio.fail_after(5):
+        for _ in range(3):
+            with pytest.raises(UpstreamError) as caught:
+                await chain(ToolCall(server="s", tool="t", arguments={}, deadline=Deadline(0.02, 1.0)))
+            codes.append(caught.value.code)
+    assert codes == [Code.TIMEOUT, Code.TIMEOUT, Code.CIRCUIT_OPEN]

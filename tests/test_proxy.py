@@ -400,3 +400,21 @@ async def test_status_resource_reports_errors_by_code() -> None:
     assert status["servers"]["math"]["state"] == "ready"
     assert status["servers"]["math"]["errors"] == {"INVALID_ARGUMENTS": 1}
     assert status["unresolved_names"] == {"TOOL_NOT_FOUND": 1}
+
+
+async def test_missing_working_directory_is_named_as_such(tmp_path: Any) -> None:
+    """Regression: a missing cwd was reported as a missing command."""
+    from mcp import Client
+
+    from mcp_patchbay.server import Proxy
+
+    config = config_from({"ghost": {"command": "python3", "cwd": str(tmp_path / "nope")}})
+    proxy = Proxy(config)  # no connector: a real spawn, to reach the OS
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(proxy.run)
+            async with Client(proxy.server, mode="legacy", cache=None) as client:
+                result = await client.call_tool("ghost__anything", {})
+            tg.cancel_scope.cancel()
+    assert error_info(result)["code"] == "SERVER_UNAVAILABLE"
+    assert "working directory" in result_text(result)

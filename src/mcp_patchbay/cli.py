@@ -87,12 +87,13 @@ async def _serve(config: Config) -> None:
     from mcp.server.stdio import stdio_server
 
     from mcp_patchbay.server import Proxy
-    from mcp_patchbay.watch import watch_config
+    from mcp_patchbay.watch import reload_on_sighup, watch_config
 
     proxy = Proxy(config)
     logger.info("mcp-patchbay %s serving %d servers from %s", __version__, len(config.servers), config.path)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)
+        tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
         async with stdio_server() as (read_stream, write_stream):

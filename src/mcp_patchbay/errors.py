@@ -251,6 +251,14 @@ def translate(
             server=server,
             tool=tool,
         )
+    if isinstance(exc, NotADirectoryError):
+        return UpstreamError(
+            Code.SPAWN_FAILED,
+            f"Server {where} could not start: its working directory ('cwd') does not exist. Tell the user to fix "
+            "the server's 'cwd' in the patchbay config.",
+            detail=repr(exc),
+            server=server,
+        )
     if isinstance(exc, FileNotFoundError | PermissionError):
         what = "was not found" if isinstance(exc, FileNotFoundError) else "is not executable"
         return UpstreamError(

@@ -4,12 +4,14 @@ One callable type, ``Handler``; every policy takes a Handler and is one (the
 shape of Starlette's middleware). The chain is built once per upstream, in this
 order, outermost first:
 
-    Deadline -> CircuitBreaker -> Bulkhead -> Retry -> the upstream session
+    CircuitBreaker -> Deadline -> Bulkhead -> Retry -> the upstream session
 
-- Deadline first, so the timeout counts from the request's arrival to the reply,
-  queue wait and retries included. Progress from the upstream extends it, up to
-  ``max_call_time``.
-- The breaker sees one outcome per logical call, after retries.
+- The breaker first: an open circuit costs the caller nothing, and it sees one
+  outcome per logical call, after retries, a timeout included (a hanging upstream
+  must trip it like a failing one).
+- The deadline next, so the timeout counts from the request's arrival to the reply,
+  queue wait and retries included (the breaker check takes no time). Progress from
+  the upstream extends it, up to ``max_call_time``.
 - The bulkhead holds a slot for the whole call, retries included, so a retrying
   call cannot be overtaken into an overloaded upstream.
 - Retry is innermost: only a request that never reached the upstream, or a call
@@ -305,5 +307,5 @@ def build_chain(
     """The documented order, innermost first as it is built."""
     handler = with_retry(send, retry, wait_ready)
     handler = with_bulkhead(handler, bulkhead)
-    handler = with_breaker(handler, breaker)
-    return with_deadline(handler)
+    handler = with_deadline(handler)
+    return with_breaker(handler, breaker)

@@ -385,15 +385,17 @@ class Proxy:
         structured_size = len(json.dumps(structured)) if structured is not None else 0
         if size + structured_size <= limit:
             return result
-        if structured_size > limit:
+        text_size = sum(_block_size(b) for b in result.get("content") or () if _is_text(b))
+        if structured_size > limit or size - text_size + structured_size > limit:
             raise UpstreamError(
                 Code.RESULT_TOO_LARGE,
-                f"The result of '{target.exposed}' is too large to return ({structured_size:,} bytes of "
-                f"structured content; the limit is {limit:,}). Ask for less, for example with a narrower query.",
+                f"The result of '{target.exposed}' is too large to return ({size + structured_size:,} characters, "
+                f"most of it not text that could be shortened; the limit is {limit:,}). Ask for less, for example "
+                "with a narrower query.",
                 server=target.server,
                 tool=target.upstream_name,
             )
-        return _truncate(result, limit)
+        return _truncate(result, limit - (size - text_size) - structured_size)
 
     def _status_result(self) -> dict[str, Any]:
         snapshot = self.status_snapshot()
@@ -460,7 +462,11 @@ class Proxy:
                     logger.warning("resources/read %r on '%s' failed: %s", uri, upstream.name, error.detail)
                     raise to_mcp_error(error, types.INTERNAL_ERROR) from error
         logger.warning("resources/read %r: no server has it (%s)", uri, last.detail if last else "no candidates")
-        raise MCPError(RESOURCE_NOT_FOUND, clip(f"Resource not found: {uri}. List resources to see what exists."))
+        missing = ClientError(
+            Code.RESOURCE_NOT_FOUND,
+            clip(f"Resource not found: {uri}. List the resources and templates to see what exists."),
+        )
+        raise to_mcp_error(missing, RESOURCE_NOT_FOUND)
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
@@ -481,7 +487,7 @@ class Proxy:
             except PatchbayError as error:
                 raise to_mcp_error(error, types.INTERNAL_ERROR) from error
             return types.EmptyResult()
-        raise MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
+        raise to_mcp_error(ClientError(Code.RESOURCE_NOT_FOUND, f"Resource not found: {uri}."), RESOURCE_NOT_FOUND)
 
     # --- prompts and completion -----------------------------------------------------------
 
@@ -655,15 +661,22 @@ def _block_size(block: Any) -> int:
     return 0
 
 
+def _is_text(block: Any) -> bool:
+    return isinstance(block, dict) and cast("dict[str, Any]", block).get("type") == "text"
+
+
 def _truncate(result: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Cut text blocks so that their total is ``limit`` characters, and say so."""
     remaining = limit
     cut_total = 0
+    text_total = 0
     blocks: list[Any] = []
     for block in result.get("content") or ():
         kept: Any = block
         item = cast("dict[str, Any]", block) if isinstance(block, dict) else {}
         if item.get("type") == "text":
             text = cast("str", item.get("text") or "")
+            text_total += len(text)
             if len(text) > remaining:
                 cut_total += len(text) - remaining
                 kept = {**item, "text": text[:remaining]}
@@ -671,8 +684,8 @@ def _truncate(result: dict[str, Any], limit: int) -> dict[str, Any]:
             remaining -= len(text)
         blocks.append(kept)
     note = (
-        f"[mcp-patchbay: this result was truncated: {cut_total:,} of {cut_total + limit:,} characters were cut "
-        f"to stay under the {limit:,}-byte limit. Ask for less to see everything.]"
+        f"[mcp-patchbay: this result was truncated: {cut_total:,} of its {text_total:,} characters of text were "
+        "cut to keep it within the proxy's size limit (max_result_bytes). Ask for less to see everything.]"
     )
     blocks.append({"type": "text", "text": note})
     return {**result, "content": blocks}

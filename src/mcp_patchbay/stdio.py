@@ -97,6 +97,9 @@ async def stdio_transport(
     pending on it fails at once instead of waiting for a timeout.
     """
     full_env = child_environment(env)
+    if cwd is not None and not await anyio.Path(cwd).is_dir():
+        # Otherwise the OS says FileNotFoundError, which reads as a missing command.
+        raise NotADirectoryError(f"working directory does not exist: {cwd}")
     process = await _spawn(command, list(args), full_env, cwd)
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)

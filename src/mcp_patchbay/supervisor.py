@@ -189,11 +189,14 @@ class Supervisor:
             logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
             new = Config(path=new.path, settings=self.config.settings, servers=new.servers)
         self.config = new
+        # A reload is the user saying "try again": servers that gave up (a missing command)
+        # restart even when their entry did not change.
+        failed = {name for name, u in self.upstreams.items() if u.state is State.FAILED}
         for name, entry in old.items():
-            if fresh.get(name) != entry:
+            if fresh.get(name) != entry or name in failed:
                 self._stop(name)
         for name, entry in fresh.items():
-            if old.get(name) != entry:
+            if old.get(name) != entry or name in failed:
                 logger.info("config: %s server '%s'", "restarting" if name in old else "adding", name)
                 self._start(entry)
         self._rebuild()

@@ -2,7 +2,8 @@
 
 Polls the file's identity (inode, size, mtime) once a second: that sees editors that
 save in place and editors that write a new file and rename it over the old one, on
-every platform, with no dependency. SIGHUP forces a reload where the system has it.
+every platform, with no dependency. ``reload_on_sighup`` reloads on SIGHUP where the
+system has it (the CLI installs it even when watching is off).
 A broken edit keeps the last good config and logs why.
 """
 
@@ -43,20 +44,19 @@ def reload(path: Path, apply: Callable[[Config], None]) -> bool:
 
 
 async def watch_config(path: Path, apply: Callable[[Config], None], poll: float = POLL_SECONDS) -> None:
-    async with anyio.create_task_group() as tg:
-        if sys.platform != "win32":
-            tg.start_soon(_on_sighup, path, apply)
-        last = _identity(path)
-        while True:
-            await anyio.sleep(poll)
-            current = _identity(path)
-            if current is None or current == last:
-                continue  # a missing file is mid-rename or deleted: keep serving what we have
-            last = current
-            reload(path, apply)
+    last = _identity(path)
+    while True:
+        await anyio.sleep(poll)
+        current = _identity(path)
+        if current is None or current == last:
+            continue  # a missing file is mid-rename or deleted: keep serving what we have
+        last = current
+        reload(path, apply)
 
 
-async def _on_sighup(path: Path, apply: Callable[[Config], None]) -> None:
+async def reload_on_sighup(path: Path, apply: Callable[[Config], None]) -> None:
+    if sys.platform == "win32":  # no SIGHUP there
+        return
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
         async for _ in signals:
             logger.info("SIGHUP: reloading %s", path)
