@@ -79,8 +79,6 @@ class Code(enum.StrEnum):
     RATE_LIMITED = "RATE_LIMITED"
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     BULKHEAD_FULL = "BULKHEAD_FULL"
-    CANCELLED = "CANCELLED"
-    CLIENT_FEATURE_MISSING = "CLIENT_FEATURE_MISSING"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
     @property
@@ -109,8 +107,6 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.RATE_LIMITED: _CodeInfo(_C.RATE_LIMIT, True),
     Code.CIRCUIT_OPEN: _CodeInfo(_C.CIRCUIT_OPEN, True),
     Code.BULKHEAD_FULL: _CodeInfo(_C.BULKHEAD_FULL, True),
-    Code.CANCELLED: _CodeInfo(_C.CANCELLED, False),
-    Code.CLIENT_FEATURE_MISSING: _CodeInfo(_C.CONFIGURATION, False),
     Code.INTERNAL_ERROR: _CodeInfo(_C.SERVER_ERROR, False),
 }
 
