@@ -1,0 +1,808 @@
+"""Run every benchmark and write docs/PERFORMANCE.md. What ``scripts/bench`` runs.
+
+    .venv/bin/python scripts/bench_report.py [--quick] [--output docs/PERFORMANCE.md] [--json FILE]
+
+Parts, in order: per-call overhead (bench_server, then server-everything), FastMCP's
+two-upstream spawn check, startup, name resolution (``bench_naming.py``), memory, profile.
+Every ratio is against a baseline measured in the same run, batches alternating. A part
+that fails is reported as failed in the document; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+import bench_calls
+import bench_memory
+import bench_profile
+import bench_startup
+from bench_common import FASTMCP, PY, ROOT, WORK, fastmcp_available, fastmcp_command, log, proxy_command
+
+NAMING = ROOT / "scripts" / "bench_naming.py"
+
+FULL = {
+    "batches": 10,
+    "calls": 200,
+    "concurrent_calls": 500,
+    "callers": 50,
+    "warmup": 100,
+    "multi_calls": 5,
+    "startup_reps": 5,
+    "naming_calls": 2000,
+    "memory_calls": 100_000,
+    "profile_seconds": 10,
+    "profile_calls": 4000,
+    "profile_rounds": 3,
+}
+QUICK = {
+    "batches": 4,
+    "calls": 100,
+    "concurrent_calls": 300,
+    "callers": 50,
+    "warmup": 50,
+    "multi_calls": 3,
+    "startup_reps": 2,
+    "naming_calls": 300,
+    "memory_calls": 20_000,
+    "profile_seconds": 5,
+    "profile_calls": 2000,
+    "profile_rounds": 1,
+}
+
+
+# --- the machine and the versions -------------------------------------------------------------
+
+
+def _run(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, check=False, capture_output=True, text=True, cwd=ROOT, timeout=60)
+        return done.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine() -> dict[str, str]:
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
+    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    total_kib = next((int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal:")), 0)
+    return {
+        "cpu": model or platform.processor() or "unknown",
+        "cores": str(os.cpu_count()),
+        "ram": f"{total_kib / 1024 / 1024:.1f} GiB",
+        "os": f"{platform.system()} {platform.release()}",
+        "load": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+    }
+
+
+def versions() -> dict[str, str]:
+    commit = _run(["git", "rev-parse", "--short", "HEAD"])
+    dirty = _run(["git", "status", "--porcelain", "--", "src"])
+    fastmcp = ""
+    if fastmcp_available():
+        fastmcp = _run([str(Path(FASTMCP).with_name("python")), "-c", "import fastmcp; print(fastmcp.__version__)"])
+    return {
+        "python": sys.version.split()[0],
+        "mcp": metadata.version("mcp"),
+        "pydantic": metadata.version("pydantic"),
+        "anyio": metadata.version("anyio"),
+        "node": _run(["node", "--version"]),
+        "mcp-patchbay": commit + (" + uncommitted changes in src/" if dirty else ""),
+        "fastmcp": fastmcp or "not installed",
+        "py-spy": _run([str(ROOT / ".venv" / "bin" / "py-spy"), "--version"]).replace("py-spy ", "") or "not installed",
+    }
+
+
+# --- parts ------------------------------------------------------------------------------------
+
+
+def naming(calls: int) -> dict[str, Any]:
+    if not NAMING.exists():
+        raise RuntimeError(f"{NAMING.relative_to(ROOT)} is missing")
+    done = subprocess.run(
+        [PY, str(NAMING), "--calls", str(calls)], capture_output=True, text=True, cwd=ROOT, check=True, timeout=600
+    )
+    rows: list[dict[str, Any]] = []
+    for line in done.stdout.splitlines():
+        m = re.match(r"\s*(\d+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
+        if m:
+            rows.append(
+                {
+                    "tools": int(m[1]),
+                    "build_ms": float(m[2]),
+                    "kind": m[3],
+                    "median_ms": float(m[4]),
+                    "p99_ms": float(m[5]),
+                    "max_ms": float(m[6]),
+                }
+            )
+    if not rows:
+        raise RuntimeError(f"could not read bench_naming.py's output:\n{done.stdout[-2000:]}")
+    return {"rows": rows, "output": done.stdout}
+
+
+def run_all(quick: bool) -> dict[str, Any]:
+    p = QUICK if quick else FULL
+    results: dict[str, Any] = {"params": p, "quick": quick, "machine": machine(), "versions": versions()}
+    results["started"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    began = time.monotonic()
+    timings: dict[str, float] = {}
+
+    def part(name: str, fn: Callable[[], Any]) -> None:
+        log(f"== {name}")
+        started = time.monotonic()
+        try:
+            results[name] = fn()
+        except Exception as exc:
+            log(f"   {name} failed: {exc!r}")
+            results[name] = {"error": "".join(traceback.format_exception_only(exc)).strip()}
+        timings[name] = time.monotonic() - started
+
+    for upstream in ("bench", "everything"):
+        part(
+            f"calls_{upstream}",
+            lambda upstream=upstream: anyio.run(
+                lambda: bench_calls.compare(
+                    bench_calls.targets_for(upstream, with_fastmcp=True, with_variant=upstream == "bench"),
+                    batches=p["batches"],
+                    calls=p["calls"],
+                    concurrent_calls=p["concurrent_calls"],
+                    callers=p["callers"],
+                    warmup=p["warmup"],
+                )
+            ),
+        )
+    part("multi", lambda: anyio.run(bench_calls.fastmcp_multi, p["multi_calls"]))
+    part("startup", lambda: anyio.run(bench_startup.run, p["startup_reps"], True))
+    part("naming", lambda: naming(p["naming_calls"]))
+    part("memory", lambda: anyio.run(bench_memory.run, p["memory_calls"], 64))
+    part(
+        "profile",
+        lambda: anyio.run(bench_profile.run, p["profile_seconds"], p["profile_calls"], p["profile_rounds"]),
+    )
+    results["timings"] = timings
+    results["total_seconds"] = time.monotonic() - began
+    results["machine_after"] = machine()
+    return results
+
+
+# --- the document -----------------------------------------------------------------------------
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float):
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    try:
+        if a is None or b is None or b == 0 or math.isnan(a) or math.isnan(b):
+            return None
+        return a / b
+    except TypeError:
+        return None
+
+
+def verdict(value: float | None, target: str) -> str:
+    if value is None:
+        return "n/a"
+    op, limit = target[:2], float(target[2:].strip().rstrip("x").replace("ms", ""))
+    ok = value <= limit if op == "≤ " else value >= limit if op == "≥ " else value < limit
+    return "**pass**" if ok else "**FAIL**"
+
+
+class Doc:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        self.lines.append("| " + " | ".join(header) + " |")
+        self.lines.append("|" + "|".join(" --- " for _ in header) + "|")
+        for row in rows:
+            self.lines.append("| " + " | ".join(row) + " |")
+        self.lines.append("")
+
+
+def failed(part: Any) -> str | None:
+    if isinstance(part, dict) and "error" in part:
+        return str(part["error"])
+    return None
+
+
+def results_rows(r: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for key, label in (("calls_bench", "bench_server `echo`"), ("calls_everything", "server-everything `get-sum`")):
+        c = r.get(key, {})
+        if failed(c) or "direct" not in c:
+            rows.append([f"Per-call, {label}", "failed", "", "", "", f"n/a: {failed(c)}"])
+            continue
+        d, p = c["direct"], c["patchbay"]
+        med = ratio(p["median_ms"], d["median_ms"])
+        thr = ratio(p["throughput"], d["throughput"])
+        rows += [
+            [
+                f"Median latency, sequential, {label} (ms)",
+                fmt(d["median_ms"], 3),
+                fmt(p["median_ms"], 3),
+                fmt(med) + "x" if med else "n/a",
+                "≤ 1.5x",
+                verdict(med, "≤ 1.5"),
+            ],
+            [
+                f"p99 latency, sequential, {label} (ms)",
+                fmt(d["p99_ms"], 3),
+                fmt(p["p99_ms"], 3),
+                fmt(ratio(p["p99_ms"], d["p99_ms"])) + "x",
+                "-",
+                "-",
+            ],
+            [
+                f"Added latency per call, {label} (ms)",
+                "-",
+                f"+{p['median_ms'] - d['median_ms']:.3f}",
+                "-",
+                "-",
+                "-",
+            ],
+            [
+                f"Throughput, 50 callers, {label} (calls/s)",
+                fmt(d["throughput"]),
+                fmt(p["throughput"]),
+                fmt(thr) + "x" if thr else "n/a",
+                "≥ 0.7x",
+                verdict(thr, "≥ 0.7"),
+            ],
+        ]
+    s = r.get("startup", {})
+    for key, label, base in (
+        ("1 upstream", "Startup to complete tools/list, 1 upstream (ms)", "direct"),
+        ("10 upstreams", "Startup to complete tools/list, 10 upstreams (ms)", "direct, 10 in parallel"),
+        ("proxy alone", "Proxy alone: spawn to initialize answered, no upstreams (ms)", "bench_server's own"),
+    ):
+        row = s.get(key) if not failed(s) else None
+        if not row:
+            rows.append([label, "failed", "", "", "", f"n/a: {failed(s)}"])
+            continue
+        value = ratio(row["patchbay"]["median_ms"], row["direct"]["median_ms"])
+        rows.append(
+            [
+                label + f" [baseline: {base}]",
+                fmt(row["direct"]["median_ms"]),
+                fmt(row["patchbay"]["median_ms"]),
+                fmt(value) + "x" if value else "n/a",
+                "≤ 1.2x",
+                verdict(value, "≤ 1.2"),
+            ]
+        )
+    n = r.get("naming", {})
+    if failed(n) or "rows" not in n:
+        rows.append(["Name resolution p99", "failed", "", "", "", f"n/a: {failed(n)}"])
+    else:
+        for size in sorted({row["tools"] for row in n["rows"]}):
+            worst = max((row for row in n["rows"] if row["tools"] == size), key=lambda row: row["p99_ms"])
+            target = "< 5 ms" if size == 10_000 else "-"
+            rows.append(
+                [
+                    f"Name resolution p99, {size:,} tools, worst kind ({worst['kind']}) (ms)",
+                    "-",
+                    fmt(worst["p99_ms"], 3),
+                    "-",
+                    target,
+                    verdict(worst["p99_ms"], "< 5") if size == 10_000 else "-",
+                ]
+            )
+    m = r.get("memory", {})
+    if failed(m) or "rss_kib" not in m:
+        rows.append(["Memory", "failed", "", "", "", f"n/a: {failed(m)}"])
+    else:
+        rss = m["rss_kib"]
+        mib = lambda kib: None if kib is None else kib / 1024  # noqa: E731
+        rows.append(
+            [
+                f"Proxy RSS with {m['upstreams']} upstreams, after start (MiB) [baseline: one upstream's RSS]",
+                fmt(mib(m["upstream_rss_kib"]), 1),
+                fmt(mib(rss["started"]), 1),
+                fmt(ratio(rss["started"], m["upstream_rss_kib"])) + "x",
+                "-",
+                "-",
+            ]
+        )
+        first, *_, last = m["marks"]
+        for mark in m["marks"]:
+            rows.append([f"Proxy RSS after {mark:,} calls (MiB)", "-", fmt(mib(rss.get(str(mark))), 1), "-", "-", "-"])
+        growth = ratio(rss.get(str(last)), rss.get(str(first)))
+        rows.append(
+            [
+                f"RSS growth from {first:,} to {last:,} calls [baseline: RSS at {first:,}]",
+                fmt(mib(rss.get(str(first))), 1),
+                fmt(mib(rss.get(str(last))), 1),
+                fmt(growth, 3) + "x" if growth else "n/a",
+                "≤ 1.05x (no growth)",
+                verdict(growth, "≤ 1.05"),
+            ]
+        )
+    return rows
+
+
+def fastmcp_rows(r: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for key, label in (("calls_bench", "bench_server `echo`"), ("calls_everything", "server-everything `get-sum`")):
+        c = r.get(key, {})
+        if failed(c) or "fastmcp" not in c:
+            continue
+        d, p, f = c["direct"], c["patchbay"], c["fastmcp"]
+        for field, name, digits in (("median_ms", "median latency (ms)", 3), ("throughput", "throughput (calls/s)", 0)):
+            rows.append(
+                [
+                    f"{label}: {name}",
+                    fmt(d[field], digits),
+                    f"{fmt(p[field], digits)} ({fmt(ratio(p[field], d[field]))}x)",
+                    f"{fmt(f[field], digits)} ({fmt(ratio(f[field], d[field]))}x)",
+                ]
+            )
+    s = r.get("startup", {})
+    if not failed(s):
+        for key in ("1 upstream", "10 upstreams", "proxy alone"):
+            row = s.get(key, {})
+            if "fastmcp" not in row:
+                continue
+            d, p, f = row["direct"], row["patchbay"], row["fastmcp"]
+            note = " (FastMCP: initialize with the 1-upstream config)" if key == "proxy alone" else ""
+            spawns = f"; upstream processes started: {p.get('spawns', '?')} vs {f.get('spawns', '?')}"
+            rows.append(
+                [
+                    f"startup, {key} (ms){note}{spawns if key != 'proxy alone' else ''}",
+                    fmt(d["median_ms"]),
+                    f"{fmt(p['median_ms'])} ({fmt(ratio(p['median_ms'], d['median_ms']))}x)",
+                    f"{fmt(f['median_ms'])} ({fmt(ratio(f['median_ms'], d['median_ms']))}x)",
+                ]
+            )
+    multi = r.get("multi", {})
+    if not failed(multi) and "fastmcp" in multi:
+        direct = r.get("calls_bench", {}).get("direct", {}).get("median_ms")
+        p, f = multi.get("patchbay", {}), multi["fastmcp"]
+        rows.append(
+            [
+                "config with 2 upstreams: median latency per call (ms)",
+                fmt(direct, 3),
+                f"{fmt(p.get('median_ms'), 3)} ({fmt(ratio(p.get('median_ms'), direct))}x)",
+                f"{fmt(f['median_ms'], 3)} ({fmt(ratio(f['median_ms'], direct))}x)",
+            ]
+        )
+        rows.append(
+            [
+                "config with 2 upstreams: upstream processes started per call",
+                "0",
+                fmt(p.get("spawns_per_call"), 1),
+                fmt(f["spawns_per_call"], 1),
+            ]
+        )
+    return rows
+
+
+def write_doc(r: dict[str, Any], path: Path, command: str) -> None:
+    doc = Doc()
+    p = r["params"]
+    m, v = r["machine"], r["versions"]
+    doc(
+        "# Performance",
+        "",
+        "<!-- Generated by scripts/bench (scripts/bench_report.py). Do not edit by hand: run it again. -->",
+        "",
+        f"Measured {r['started']} with `{command}`"
+        + (" (**quick run**: fewer batches and calls, figures are rougher)" if r["quick"] else "")
+        + f"; the whole run took {r['total_seconds'] / 60:.1f} min.",
+        "",
+        "Every ratio is against a baseline measured side by side in the same run: the connections to both",
+        "sides stay open and their batches alternate (the order rotates each batch), and each figure is",
+        "the median over batches, so a noisy neighbour on this shared machine hits both sides alike.",
+        "",
+        "## Machine and versions",
+        "",
+    )
+    doc.table(
+        ["", ""],
+        [
+            ["CPU", f"{m['cpu']}, {m['cores']} cores"],
+            ["RAM", m["ram"]],
+            ["OS", m["os"]],
+            ["Load average (1, 5, 15 min) before / after", f"{m['load']} / {r['machine_after']['load']}"],
+            ["Python", v["python"]],
+            ["mcp (SDK) / pydantic / anyio", f"{v['mcp']} / {v['pydantic']} / {v['anyio']}"],
+            ["node", v["node"]],
+            ["mcp-patchbay (git commit)", v["mcp-patchbay"]],
+            ["fastmcp (own virtualenv, .bench/fastmcp-venv)", v["fastmcp"]],
+            ["py-spy", v["py-spy"]],
+        ],
+    )
+    doc("## Results", "")
+    doc.table(["Figure", "Direct / baseline", "mcp-patchbay", "Ratio", "Target", "Result"], results_rows(r))
+    doc(
+        "Per-call figures: batches of "
+        f"{p['calls']} sequential calls and of {p['concurrent_calls']} calls shared by {p['callers']} concurrent "
+        f"callers, {p['batches']} batches per side, after {p['warmup']} warm-up calls. Startup: "
+        f"{p['startup_reps']} repetitions per side, sides alternating, after one unmeasured start of each. "
+        f"Memory: {p['memory_calls']:,} calls with 64 in flight over 16 upstreams.",
+        "",
+    )
+    doc(*notes(r))
+    variant_section(doc, r)
+    doc("## Against FastMCP", "")
+    rows = fastmcp_rows(r)
+    if rows:
+        doc(
+            "FastMCP 4.1.2's multi-server proxy (`fastmcp run config.json`), with the same config files and the",
+            "same client, measured in the same alternating batches. With one server in the config FastMCP keeps",
+            "one upstream connection open; with two or more it builds a fresh client per request and starts",
+            "every upstream in the config anew for each call (counted below with the spawn log that",
+            "bench_server writes), so its per-call figures with one server are its best case.",
+            "",
+        )
+        doc.table(["Figure", "Direct", "mcp-patchbay (ratio)", "FastMCP (ratio)"], rows)
+    else:
+        doc("FastMCP was not measured (not installed, or its part failed).", "")
+    profile_section(doc, r)
+    naming_section(doc, r)
+    commands_section(doc, r, command)
+    failures = {k: failed(v) for k, v in r.items() if failed(v)}
+    if failures:
+        doc("## Parts that failed", "")
+        for key, error in failures.items():
+            doc(f"- `{key}`: `{error}`")
+        doc("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(doc.lines).rstrip() + "\n", encoding="utf-8")
+
+
+def notes(r: dict[str, Any]) -> list[str]:
+    out = ["### Reading the results", ""]
+    c = r.get("calls_bench", {})
+    if not failed(c) and "direct" in c:
+        d, p = c["direct"], c["patchbay"]
+        out.append(
+            f"- A proxied call is two stdio hops instead of one: the client's process, the proxy and the upstream "
+            f"share two cores, so the proxy's CPU time per call (see the profile) is added to the latency and "
+            f"taken from the throughput of the others. bench_server answers in {d['median_ms']:.2f} ms directly "
+            f"and {p['median_ms']:.2f} ms through the proxy; the difference, {p['median_ms'] - d['median_ms']:.2f} "
+            "ms, is the proxy's cost per call."
+        )
+    e = r.get("calls_everything", {})
+    if not failed(e) and "direct" in e:
+        out.append(
+            f"- server-everything (node) answers faster than a Python SDK server ({e['direct']['median_ms']:.2f} ms "
+            "direct), so the same added cost is a larger ratio there."
+        )
+    s = r.get("startup", {})
+    pr = r.get("profile", {})
+    if not failed(s) and "proxy alone" in s:
+        imports = pr.get("imports", {}) if not failed(pr) else {}
+        text = (
+            f"- Startup: the proxy is itself a Python process that imports the MCP SDK before it starts any "
+            f"upstream: alone it takes {s['proxy alone']['patchbay']['median_ms']:.0f} ms to answer `initialize` "
+            f"(bench_server: {s['proxy alone']['direct']['median_ms']:.0f} ms)."
+        )
+        if imports:
+            values = list(imports.values())
+            text += (
+                f" Importing what it serves with takes {values[2]:.0f} ms, against {values[1]:.0f} ms for what a "
+                f"minimal SDK server imports and {values[0]:.0f} ms for the bare interpreter."
+            )
+        text += (
+            " Its upstreams are spawned only once the client's first request has arrived (their `initialize` "
+            "carries the client's capabilities), so the upstream's own start comes after the proxy's instead of "
+            "beside it, and a single-upstream startup costs about the sum of both."
+        )
+        out.append(text)
+    mem = r.get("memory", {})
+    if not failed(mem) and "calls_per_second" in mem:
+        out.append(
+            f"- Memory: {mem['calls']:,} calls ran at {mem['calls_per_second']:.0f} calls/s with {mem['errors']} "
+            "errors. RSS is of the proxy process alone (VmRSS), not of its upstreams."
+        )
+    out.append("")
+    return out
+
+
+def variant_section(doc: Doc, r: dict[str, Any]) -> None:
+    c = r.get("calls_bench", {})
+    pr = r.get("profile", {})
+    if failed(c) or "patchbay-pipe" not in c:
+        return
+    d, p, v = c["direct"], c["patchbay"], c["patchbay-pipe"]
+    doc(
+        "### Experiment: the downstream stdio without threads",
+        "",
+        "`scripts/bench_stdio_variant.py` runs the same proxy with the SDK's `stdio_server` replaced by a",
+        "transport that waits on fds 0/1 on the event loop (non-blocking pipes, `anyio.wait_readable`) instead of",
+        "handing every line to a worker thread. Measured in the same alternating batches:",
+        "",
+    )
+    rows = [
+        [
+            "median latency, sequential (ms)",
+            fmt(d["median_ms"], 3),
+            f"{fmt(p['median_ms'], 3)} ({fmt(ratio(p['median_ms'], d['median_ms']))}x)",
+            f"{fmt(v['median_ms'], 3)} ({fmt(ratio(v['median_ms'], d['median_ms']))}x)",
+        ],
+        [
+            "p99 latency, sequential (ms)",
+            fmt(d["p99_ms"], 3),
+            f"{fmt(p['p99_ms'], 3)} ({fmt(ratio(p['p99_ms'], d['p99_ms']))}x)",
+            f"{fmt(v['p99_ms'], 3)} ({fmt(ratio(v['p99_ms'], d['p99_ms']))}x)",
+        ],
+        [
+            "throughput, 50 callers (calls/s)",
+            fmt(d["throughput"]),
+            f"{fmt(p['throughput'])} ({fmt(ratio(p['throughput'], d['throughput']))}x)",
+            f"{fmt(v['throughput'])} ({fmt(ratio(v['throughput'], d['throughput']))}x)",
+        ],
+    ]
+    cpu = pr.get("cpu") if not failed(pr) else None
+    if cpu:
+        rows.append(
+            [
+                "proxy CPU per call (ms, /proc/PID/stat)",
+                f"{cpu['direct_upstream']:.3f} (the upstream itself)",
+                f"{cpu['proxy']:.3f}",
+                f"{cpu['variant_proxy']:.3f}",
+            ]
+        )
+    doc.table(["bench_server `echo`", "Direct", "mcp-patchbay (SDK stdio_server)", "thread-free stdio"], rows)
+
+
+def profile_section(doc: Doc, r: dict[str, Any]) -> None:
+    pr = r.get("profile", {})
+    doc("## Where the time goes", "")
+    if failed(pr):
+        doc(f"The profile part failed: `{failed(pr)}`", "")
+        return
+    cpu = pr["cpu"]
+    doc(
+        "### CPU per call",
+        "",
+        "CPU time (user + system, /proc/PID/stat) per call under a steady load of 16 calls in flight from a raw",
+        "JSON-RPC client, so that the client is not the bottleneck:",
+        "",
+    )
+    doc.table(
+        ["Process", "CPU ms per call", "Calls/s in that run"],
+        [
+            ["bench_server called directly", f"{cpu['direct_upstream']:.3f}", fmt(cpu["direct_rate"])],
+            ["the proxy (mcp-patchbay)", f"{cpu['proxy']:.3f}", fmt(cpu["proxied_rate"])],
+            ["bench_server behind the proxy", f"{cpu['proxied_upstream']:.3f}", ""],
+            [
+                "the proxy with the thread-free stdio experiment",
+                f"{cpu['variant_proxy']:.3f}",
+                fmt(cpu["variant_rate"]),
+            ],
+        ],
+    )
+    prof = pr.get("profile")
+    if prof:
+        rec = pr["record"]
+        doc(
+            "### py-spy profile of the proxy",
+            "",
+            f"`{rec['command']}` while {rec['calls']:,} calls went through the proxy "
+            f"({rec['calls_per_second']:.0f} calls/s). `--gil` keeps only samples of the thread that holds the GIL, "
+            f"that is the proxy's Python work without its idle waits ({prof['samples_seconds']:.1f} s of samples). "
+            f"The speedscope file is `{pr['profile_file']}` (not committed; open it at speedscope.app).",
+            "",
+            "Self time, by what the innermost frame belongs to:",
+            "",
+        )
+        doc.table(["Category", "Share"], [[k, f"{v:.1f}%"] for k, v in prof["categories"]])
+        doc("Inclusive time: samples with a frame of this stage anywhere on the stack (stages overlap):", "")
+        doc.table(["Stage", "Share"], [[k, f"{v:.1f}%"] for k, v in prof["stages"]])
+        doc("Top functions by self time:", "")
+        doc.table(["Function", "Share"], [[f"`{k}`", f"{v:.1f}%"] for k, v in prof["functions"]])
+        doc(
+            "Threads: " + ", ".join(f"{k} {v:.1f}%" for k, v in prof["threads"]) + " of the GIL-holding samples.",
+            "",
+        )
+    imports = pr.get("imports")
+    if imports:
+        doc("### Start cost: imports", "")
+        doc.table(["What", "Wall time (ms), median of 3"], [[k, f"{v:.0f}"] for k, v in imports.items()])
+        own = pr.get("own_imports") or []
+        if own:
+            doc("Slowest imports under `mcp_patchbay` (cumulative, `python -X importtime`, one run):", "")
+            doc.table(["Module", "ms"], [[f"`{name.strip()}`", f"{ms:.0f}"] for name, ms in own])
+    doc(*findings(r))
+
+
+def findings(r: dict[str, Any]) -> list[str]:
+    """The analysis: what the figures above say, and what would take the proxy further."""
+    pr = r.get("profile", {})
+    prof = pr.get("profile", {}) if not failed(pr) else {}
+    cats = dict(prof.get("categories", []))
+    stages = dict(prof.get("stages", []))
+
+    def share(table: dict[str, float], prefix: str) -> str:
+        for key, value in table.items():
+            if key.startswith(prefix):
+                return f"{value:.0f}%"
+        return "n/a"
+
+    c = r.get("calls_bench", {})
+    gain = ""
+    if not failed(c) and "patchbay-pipe" in c:
+        p, v = c["patchbay"], c["patchbay-pipe"]
+        gain = (
+            f" In this run it took the median from {p['median_ms']:.2f} to {v['median_ms']:.2f} ms and the "
+            f"throughput from {p['throughput']:.0f} to {v['throughput']:.0f} calls/s."
+        )
+    cpu = pr.get("cpu", {}) if not failed(pr) else {}
+    cpu_gain = ""
+    if cpu:
+        cpu_gain = f" (proxy CPU per call {cpu['proxy']:.3f} → {cpu['variant_proxy']:.3f} ms)"
+    return [
+        "### Findings",
+        "",
+        f"- **Thread hand-offs at the downstream edge are the largest single cost.** The SDK's "
+        "`mcp.server.stdio.stdio_server` reads stdin through `anyio.wrap_file`: every line read is a round "
+        "trip to a worker thread, and every message written is two more (`write`, then `flush`). Waking those "
+        f"threads (`Queue.put` → `Condition.notify`, the loop's self-pipe) is {share(cats, 'thread')} of the "
+        f"proxy's GIL time, and the writer alone is {share(stages, 'downstream write')} inclusive. The proxy's "
+        "own upstream side (`mcp_patchbay.stdio`) already uses non-blocking pipes and costs far less "
+        f"({share(stages, 'upstream write')} write, {share(stages, 'upstream read')} read).",
+        f"- **anyio/asyncio machinery** (task steps, cancel scopes, memory-object streams, checkpoints) is "
+        f"{share(cats, 'anyio')} of self time: every message crosses several zero-buffer memory streams "
+        "(stdio reader → SDK dispatcher → handler task, and back), each a task switch, and the SDK opens a "
+        "cancel scope per outgoing request (`request_clock`).",
+        f"- **pydantic is small now**: {share(cats, 'pydantic')} of self time (the tools/call fast path passes "
+        "arguments and results as plain JSON values; what remains is the SDK parsing each incoming line into a "
+        "`JSONRPCMessage` on both edges and dumping each outgoing one). Our own code (`src/mcp_patchbay`) is "
+        f"{share(cats, 'mcp-patchbay')} of self time; the SDK's dispatcher/runner {share(cats, 'MCP SDK')}.",
+        "",
+        "### What would take it further (suggested changes, largest first)",
+        "",
+        "1. **Serve the client's stdio without threads** — `cli._serve`: replace "
+        "`mcp.server.stdio.stdio_server()` with a transport in `mcp_patchbay/stdio.py` built like "
+        "`pipe_stdio_server` in `scripts/bench_stdio_variant.py`: duplicate fds 0/1, point 0 at /dev/null and "
+        "1 at stderr (the SDK's protection of the wire), set the duplicates non-blocking, read with "
+        "`os.read` + `anyio.wait_readable`, split lines per chunk, write with `os.write` + "
+        "`anyio.wait_writable`; keep the SDK's version on Windows. Expected: the thread hand-off share above "
+        "goes away" + cpu_gain + "." + gain,
+        "2. **Coalesce writes** — in that new writer and in `stdio.stdio_transport.write_stdin`: after "
+        "receiving one message, drain the stream with `receive_nowait()` until `WouldBlock` and write all "
+        "lines with one `os.write`/`send`. Under 50 concurrent callers this turns many small pipe writes "
+        "(one syscall and one reader wake-up on the other side each) into a few; expected a few percent of "
+        "throughput, nothing for sequential latency.",
+        "3. **Bulkhead fast path without a checkpoint** — `policies.with_bulkhead`: when "
+        "`semaphore.value > 0`, call `semaphore.acquire_nowait()` and release in `finally` instead of "
+        "`async with semaphore` (anyio's `acquire` runs `checkpoint_if_cancelled` and a shielded "
+        "`cancel_shielded_checkpoint`: an extra task switch and a cancel scope per call). Small (about 1-2% of "
+        "proxy CPU) but free.",
+        "4. **Start upstream processes without waiting for the client** — `upstream.Upstream.run` awaits "
+        "`wait_for_client()` before `_connect_and_serve`, so spawning waits for the client's first request. "
+        "Only the upstream's `initialize` needs the client's capabilities: spawn the process (`_open_link`) "
+        "first and wait for the client just before `session.initialize()`. The upstream's interpreter start "
+        "and imports then overlap the proxy's own handshake instead of following it; expected for one "
+        "upstream roughly the proxy's `initialize` time saved from the spawn-to-tools/list figure.",
+        "5. **Import less at start** — `catalog`/`arguments` import `jsonschema`, `naming` imports "
+        "`rapidfuzz`, `upstream` imports `httpx2` and the SDK's SSE and streamable-HTTP clients: all can be "
+        "imported on first use (jsonschema when a tool with a schema is first checked, rapidfuzz on the first "
+        "unknown name, the HTTP stack only for remote upstreams). The SDK's own `mcp.server` import (which "
+        "pulls in `mcp.client` and `MCPServer`) dominates and is not ours to change. Expected: the difference "
+        "between the two import rows above, at most.",
+        "",
+    ]
+
+
+def naming_section(doc: Doc, r: dict[str, Any]) -> None:
+    n = r.get("naming", {})
+    if failed(n) or "rows" not in n:
+        return
+    doc(
+        "## Name resolution",
+        "",
+        "`scripts/bench_naming.py` (owned by the naming code's author): `Resolver.resolve` (with `suggest` for "
+        "names that cannot run) on generated catalogs; exact hits, normalized hits and typos. Pure CPU, in "
+        "process: there is no I/O baseline, the target is absolute.",
+        "",
+    )
+    doc.table(
+        ["Tools", "Build (ms)", "Kind", "Median (ms)", "p99 (ms)", "Max (ms)"],
+        [
+            [
+                f"{row['tools']:,}",
+                fmt(row["build_ms"], 1),
+                row["kind"],
+                fmt(row["median_ms"], 3),
+                fmt(row["p99_ms"], 3),
+                fmt(row["max_ms"], 3),
+            ]
+            for row in n["rows"]
+        ],
+    )
+
+
+def commands_section(doc: Doc, r: dict[str, Any], command: str) -> None:
+    p = r["params"]
+    config = ".bench/calls-bench.json"
+    doc(
+        "## How it was measured",
+        "",
+        f"`{command}` runs `.venv/bin/python scripts/bench_report.py`, which runs these parts in process "
+        "(each script also runs on its own with the same options):",
+        "",
+        "```sh",
+        f".venv/bin/python scripts/bench_calls.py --upstream bench --fastmcp --variant --batches {p['batches']} "
+        f"--calls {p['calls']} --concurrent-calls {p['concurrent_calls']} --callers {p['callers']} "
+        f"--warmup {p['warmup']}",
+        f".venv/bin/python scripts/bench_calls.py --upstream everything --fastmcp --batches {p['batches']} "
+        f"--calls {p['calls']} --concurrent-calls {p['concurrent_calls']} --callers {p['callers']} "
+        f"--warmup {p['warmup']}",
+        f".venv/bin/python scripts/bench_calls.py --multi   # {p['multi_calls']} calls in the report",
+        f".venv/bin/python scripts/bench_startup.py --fastmcp --reps {p['startup_reps']}",
+        f".venv/bin/python scripts/bench_naming.py --calls {p['naming_calls']}",
+        f".venv/bin/python scripts/bench_memory.py --calls {p['memory_calls']} --window 64",
+        f".venv/bin/python scripts/bench_profile.py --seconds {p['profile_seconds']} --calls {p['profile_calls']} "
+        f"--rounds {p['profile_rounds']}",
+        "```",
+        "",
+        "The processes each side runs (configs are written to `.bench/`):",
+        "",
+        "```sh",
+        "# client: the SDK's Client(stdio_client(StdioServerParameters(...)), mode='legacy', cache=None),",
+        "#         calls with client.session.send_request(CallToolRequest(...), CallToolResult)",
+        "# direct:",
+        ".venv/bin/python scripts/bench_server.py --name bench --tools 1",
+        "node tests/e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        "# mcp-patchbay:",
+        " ".join(proxy_command(Path(config))).replace(str(ROOT) + "/", ""),
+        "# FastMCP:",
+        " ".join(fastmcp_command(Path(config))).replace(str(ROOT) + "/", ""),
+        "# thread-free stdio experiment:",
+        f".venv/bin/python scripts/bench_stdio_variant.py --config {config} --log-level WARNING",
+        "```",
+        "",
+        "Time per part (s): " + ", ".join(f"{k} {v:.0f}" for k, v in r.get("timings", {}).items()) + ".",
+        "",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer batches and calls (about a third of the time)")
+    parser.add_argument("--output", default=str(ROOT / "docs" / "PERFORMANCE.md"))
+    parser.add_argument("--json", default=str(WORK / "results.json"), help="raw results")
+    parser.add_argument("--from-json", help="only write the document from saved raw results")
+    parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+    else:
+        results = run_all(args.quick)
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    write_doc(results, Path(args.output), args.command + (" --quick" if results.get("quick") else ""))
+    log(f"wrote {args.output} (raw results: {args.json})")
+
+
+if __name__ == "__main__":
+    main()
