@@ -19,7 +19,7 @@ import re
 import select
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +161,14 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def cmdline(pid: int) -> str:
+    """A process's command line, arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def descendants_of(pid: int) -> list[int]:
     result: list[int] = []
     todo = [pid]
@@ -258,7 +266,7 @@ class Rig:
     async def alive(self) -> set[str]:
         """The session works: ping and tools/list answer. Returns the tool names."""
         with anyio.fail_after(10):
-            await self.client.send_ping()
+            await self.client.send_ping()  # pyright: ignore[reportDeprecated] - legacy mode
             return {t.name for t in (await self.client.list_tools()).tools}
 
 
@@ -271,7 +279,7 @@ def make_config(tmp: Path, servers: dict[str, Any], settings: dict[str, Any]) ->
 @asynccontextmanager
 async def proxy_rig(
     tmp: Path, servers: dict[str, Any], settings: dict[str, Any], *, mode: str = "legacy", bound: float = 60.0
-) -> AsyncIterator[Rig]:
+) -> AsyncGenerator[Rig]:
     """The proxy in-process in front of ``servers``, an SDK client on it, everything within ``bound`` s."""
     config = make_config(tmp, servers, settings)
     log = LogWaiter()

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +59,7 @@ BASE_SETTINGS: dict[str, Any] = {
 
 
 @asynccontextmanager
-async def fault_rig(tmp: Path, servers: dict[str, Any], settings: dict[str, Any] | None = None) -> AsyncIterator[Rig]:
+async def fault_rig(tmp: Path, servers: dict[str, Any], settings: dict[str, Any] | None = None) -> AsyncGenerator[Rig]:
     """The proxy in-process in front of ``servers`` plus a healthy fault_server; checks the common promises."""
     record = ProcessRecord(tmp / "processes.jsonl")
     entries = {HEALTHY: fault_entry(HEALTHY, record=record.path), **servers}

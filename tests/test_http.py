@@ -17,7 +17,7 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def http_entry(url: str, **extra: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def http_rig(
     tmp: Path, faulty: HttpFaults, settings: dict[str, Any] | None = None, **more: dict[str, Any]
-) -> AsyncIterator[Rig]:
+) -> AsyncGenerator[Rig]:
     """The proxy in front of ``faulty`` (server 'fake'), a healthy fake (server 'good') and ``more`` entries."""
     good = HttpFaults()
     async with serving(good) as good_url, serving(faulty) as url:
@@ -73,7 +73,7 @@ async def _others_fine(rig: Rig) -> None:
 
 
 @asynccontextmanager
-async def node_everything(mode: str, *, within: float = 20.0) -> AsyncIterator[tuple[int, int]]:
+async def node_everything(mode: str, *, within: float = 20.0) -> AsyncGenerator[tuple[int, int]]:
     """server-everything in ``mode`` on loopback; yields (port, pid). Stops it afterwards."""
     node = shutil.which("node")
     if node is None or not EVERYTHING.exists():

@@ -23,10 +23,10 @@ import argparse
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -120,9 +120,9 @@ class HttpFaults:
             return 404, {}
         if http_method == "GET" and self.get_status is not None:
             return self.get_status, {}
-        if http_method == "POST" and rpc_method is not None and rpc_method.startswith("notifications/"):
-            if self.notify_status is not None:
-                return self.notify_status, {}
+        notification = rpc_method is not None and rpc_method.startswith("notifications/")
+        if http_method == "POST" and notification and self.notify_status is not None:
+            return self.notify_status, {}
         if http_method == "POST" and self.all_posts is not None:
             return self.all_posts, {"www-authenticate": 'Bearer error="invalid_token"'}
         if rpc_method == "tools/call" and tool is not None:
@@ -135,16 +135,18 @@ class HttpFaults:
 
 
 def _describe(body: bytes) -> tuple[str | None, str | None]:
+    """(JSON-RPC method, tool name) of a POST body."""
     try:
-        data = json.loads(body) if body else None
+        data: Any = json.loads(body) if body else None
     except ValueError:
         return None, None
     if not isinstance(data, dict):
         return None, None
-    method = data.get("method")
-    params = data.get("params") or {}
-    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
-    return method, tool
+    message = cast("dict[str, Any]", data)
+    method = message.get("method")
+    params = message.get("params")
+    tool = cast("dict[str, Any]", params).get("name") if method == "tools/call" and isinstance(params, dict) else None
+    return (method if isinstance(method, str) else None), (tool if isinstance(tool, str) else None)
 
 
 async def _respond(send: Any, status: int, headers: dict[str, str]) -> None:
@@ -183,7 +185,7 @@ def bound_socket() -> socket.socket:
 
 
 @asynccontextmanager
-async def serving(app: Any, *, within: float = 10.0) -> AsyncIterator[str]:
+async def serving(app: Any, *, within: float = 10.0) -> AsyncGenerator[str]:
     """Serve ``app`` on loopback in this event loop; yields the base URL. Stops within ``within``."""
     sock = bound_socket()
     port = sock.getsockname()[1]
@@ -209,8 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--get-status", type=int)
     parser.add_argument("--expire", action="append", default=[], metavar="TOOL")
     args = parser.parse_args(argv)
-    statuses = {tool: (int(status), {}) for tool, status in (s.split("=", 1) for s in args.status)}
-    faults = HttpFaults(statuses, args.all_posts, args.get_status, set(args.expire))
+    statuses: dict[str, tuple[int, dict[str, str]]] = {}
+    for rule in args.status:
+        tool, status = rule.split("=", 1)
+        statuses[tool] = (int(status), {})
+    faults = HttpFaults(
+        statuses=statuses, all_posts=args.all_posts, get_status=args.get_status, expire=set(args.expire)
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", args.port))
     sock.listen(64)
