@@ -14,7 +14,9 @@ Building names (``build_names``)
     - Pairs whose names collide: one whose raw name already is its exposed form keeps the
       plain name (the smallest ``(server, item)`` if there are several), the others get
       the hash suffix. Plain names are claimed before any hashed one, and a hashed name
-      that is taken gets a longer hash, so adding a pair never renames a plain one.
+      that is taken gets a longer hash. So adding a pair never renames a pair whose raw
+      name is already its exposed form; it can rename a *sanitized* one that now collides
+      with it (``my.server``/``x`` is ``my_server__x`` until a ``my_server``/``x`` arrives).
 
 Resolving a called name (``Resolver.resolve``)
     An exposed name is one dict lookup. Anything else runs only if the rules below, taken
