@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.policies import BreakerState
 from mcp_patchbay.upstream import State
@@ -260,9 +261,24 @@ async def hang_times_out(rig: Rig) -> None:
     assert await rig.pid("slow") == pid
 
 
+async def client_cancels_a_hanging_call(rig: Rig) -> None:
+    await rig.ready("slow")
+    pid = await rig.pid("slow")
+    with pytest.raises(MCPError) as caught:
+        with anyio.fail_after(10):
+            await rig.client.call_tool("slow__hang", {}, read_timeout_seconds=0.5)
+    assert caught.value.code == types.REQUEST_TIMEOUT
+    # The client's notifications/cancelled went through the proxy to the upstream's handler.
+    await rig.log.wait_for(r"stderr: fault_server slow: hang cancelled", timeout=5)
+    assert rig.upstream("slow").bulkhead.in_flight == 0
+    assert await rig.ok("slow__echo", {"text": "next"}) == "next"
+    assert await rig.pid("slow") == pid
+
+
 async def jsonrpc_errors(rig: Rig) -> None:
     await rig.ready("svc")
     pid = await rig.pid("svc")
+    rig.pids.append(int(await rig.ok("svc__child")))  # a child of the upstream: must die with it
     err = (await rig.call("svc__jsonrpc_error", {"code": -32603, "message": "database on fire"})).error
     assert err["code"] == "SERVER_ERROR" and err["category"] == "server_error" and err["retryable"] is True
     assert "database on fire" in err["message"]
@@ -392,6 +408,7 @@ FAULTS = [
         fs("slow", timeout=1, tool_timeouts={"sleep": 0.5}),
         hang_times_out,
     ),
+    Fault("client_cancels_a_hanging_call", fs("slow"), client_cancels_a_hanging_call),
     Fault("jsonrpc_errors", fs("svc"), jsonrpc_errors),
     Fault("jsonrpc_error_32000_is_not_a_lost_connection", fs("svc"), jsonrpc_error_32000_is_not_a_lost_connection),
     Fault("traceback_in_error_message_is_not_shown", fs("svc"), traceback_in_error_message_is_not_shown),

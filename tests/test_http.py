@@ -13,12 +13,14 @@ faulty one is unaffected, and that the session goes on.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ import anyio.abc
 import pytest
 
 from mcp_patchbay.upstream import State
-from tests.e2e_util import NODE_MODULES, SERVERS, Rig, assert_clean_model_text, proxy_rig, wait_gone
+from tests.e2e_util import NODE_MODULES, SERVERS, Rig, Timed, assert_clean_model_text, proxy_rig, wait_gone
 from tests.servers.http_fault_server import HttpFaults, serving
 
 pytestmark = pytest.mark.anyio
@@ -72,46 +74,72 @@ async def _others_fine(rig: Rig) -> None:
 # --- (a) the real server-everything over HTTP and SSE ------------------------------------------
 
 
+class Spawned:
+    """A server process on loopback that reports ``PATCHBAY_TEST_LISTENING <port>`` on stderr.
+
+    Its stderr is read to the end (a full pipe would block it); ``wait_line`` waits for a line
+    (an event, not a poll).
+    """
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._changed = anyio.Event()
+
+    async def read_stderr(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
+        assert self.process.stderr is not None
+        pending = b""
+        started = False
+        with anyio.fail_after(20) as scope:
+            async for chunk in self.process.stderr:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace")
+                    self.lines.append(line)
+                    if not started and line.startswith("PATCHBAY_TEST_LISTENING "):
+                        task_status.started(int(line.split()[1]))
+                        started = True
+                        scope.deadline = math.inf
+                self._changed.set()
+                self._changed = anyio.Event()
+        if not started:
+            raise RuntimeError("the server exited before listening: " + "\n".join(self.lines[-10:]))
+
+    async def wait_line(self, text: str, within: float = 10.0) -> None:
+        with anyio.fail_after(within):
+            while not any(text in line for line in self.lines):
+                await self._changed.wait()
+
+
 @asynccontextmanager
-async def node_everything(mode: str, *, within: float = 20.0) -> AsyncGenerator[tuple[int, int]]:
-    """server-everything in ``mode`` on loopback; yields (port, pid). Stops it afterwards."""
-    node = shutil.which("node")
-    if node is None or not EVERYTHING.exists():
-        pytest.skip("node or tests/e2e/node_modules missing: run scripts/install")
-    env = {**os.environ, "PORT": "0"}
-    command = [node, "--require", str(SERVERS / "loopback.cjs"), str(EVERYTHING), mode]
+async def spawned(command: list[str], env: dict[str, str] | None = None) -> AsyncGenerator[tuple[Spawned, int]]:
+    """Run a server that reports its port; yields it and the port; stops it afterwards."""
     process = await anyio.open_process(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = Spawned(process)
     try:
         async with anyio.create_task_group() as tg:
-            port = await tg.start(_read_port, process)
+            port = await tg.start(server.read_stderr)
             try:
-                yield port, process.pid
+                yield server, port
             finally:
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            process.terminate()
-            with anyio.fail_after(within):
+            if process.returncode is None:
+                process.terminate()
+            with anyio.fail_after(20):
                 await process.wait()
 
 
-async def _read_port(process: anyio.abc.Process, *, task_status: anyio.abc.TaskStatus[int]) -> None:
-    """Reads stderr until the port line, then keeps draining it (a full pipe would block the server)."""
-    assert process.stderr is not None
-    buffer = b""
-    started = False
-    with anyio.fail_after(20) as scope:
-        async for chunk in process.stderr:
-            buffer += chunk
-            if not started and b"PATCHBAY_TEST_LISTENING " in buffer:
-                line = buffer.split(b"PATCHBAY_TEST_LISTENING ", 1)[1].split(b"\n", 1)[0]
-                task_status.started(int(line))
-                started = True
-                scope.deadline = float("inf")
-            if started:
-                buffer = b""
-    if not started:
-        raise RuntimeError(f"server-everything exited before listening: {buffer.decode(errors='replace')}")
+@asynccontextmanager
+async def node_everything(mode: str) -> AsyncGenerator[tuple[int, int]]:
+    """server-everything in ``mode`` on loopback; yields (port, pid). Stops it afterwards."""
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        pytest.skip("node or tests/e2e/node_modules missing: run scripts/install")
+    command = [node, "--require", str(SERVERS / "loopback.cjs"), str(EVERYTHING), mode]
+    async with spawned(command, {**os.environ, "PORT": "0"}) as (server, port):
+        yield port, server.process.pid
 
 
 async def test_real_everything_over_streamable_http_and_sse(tmp_path: Path) -> None:
@@ -203,6 +231,35 @@ async def test_session_expired_mid_session_is_rebuilt_and_the_call_sent_again(tm
         assert last.session is not None and last.session not in faulty.expired
 
 
+async def test_server_dies_mid_call_then_comes_back(tmp_path: Path) -> None:
+    """The HTTP server process is killed during a call: the call fails at once, not at its
+    timeout; calls are refused while it is down; once it is back the proxy reconnects."""
+    script = [sys.executable, str(SERVERS / "http_fault_server.py")]
+    async with AsyncExitStack() as stack:
+        first, port = await stack.enter_async_context(spawned([*script, "--port", "0"]))
+        url = f"http://127.0.0.1:{port}/mcp"
+        rig = await stack.enter_async_context(http_rig(tmp_path, HttpFaults(), remote=http_entry(url)))
+        await rig.ready("remote")
+        assert '"tool": "echo"' in await rig.ok("remote__echo", {})
+        results: dict[str, Timed] = {}
+
+        async def hang() -> None:
+            results["hang"] = await rig.call("remote__hang", {}, within=10)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            await first.wait_line("http_fault_server: call hang")
+            first.process.kill()
+        info = results["hang"].error
+        assert info["code"] == "CONNECTION_LOST" and info["retryable"] is True, info
+        assert results["hang"].seconds < 5  # at once, not at the 10 s timeout
+        down = await rig.call("remote__echo", {}, within=10)
+        assert down.result.is_error and down.error["retryable"] is True, down.result
+        await stack.enter_async_context(spawned([*script, "--port", str(port)]))
+        await rig.ready("remote", within=20)
+        assert '"tool": "echo"' in await rig.ok("remote__echo", {"back": True})
+
+
 async def test_rate_limited_with_retry_after(tmp_path: Path) -> None:
     faulty = HttpFaults(statuses={"limited": (429, {"retry-after": "7"})})
     async with http_rig(tmp_path, faulty) as rig:
@@ -250,8 +307,6 @@ async def test_status_of_another_request_is_not_blamed_on_a_call(tmp_path: Path,
 
 
 def test_http_fault_server_runs_as_a_script() -> None:
-    import sys
-
     script = SERVERS / "http_fault_server.py"
     done = subprocess.run([sys.executable, str(script), "--help"], check=False, capture_output=True, timeout=30)
     assert done.returncode == 0 and b"--expire" in done.stdout

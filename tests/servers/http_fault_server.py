@@ -14,7 +14,9 @@ Everything seen is kept in ``seen`` (HTTP method, JSON-RPC method, tool, session
 
 In tests it runs in-process (``serve`` on a socket the test bound, so the port is known and
 connections wait in the backlog: no start-up race). As a script:
-``python tests/servers/http_fault_server.py --port 0 --status limited=429 --expire expire``.
+``python tests/servers/http_fault_server.py --port 0 --status limited=429 --expire expire``; it writes
+``PATCHBAY_TEST_LISTENING <port>`` to stderr once listening, and ``http_fault_server: call TOOL``
+on each tool call.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 Scope = dict[str, Any]
 Message = dict[str, Any]
 
-TOOLS = ("echo", "boom", "limited", "broken", "unauthorized", "forbidden", "expire")
+TOOLS = ("echo", "boom", "hang", "limited", "broken", "unauthorized", "forbidden", "expire")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class HttpFaults:
     seen: list[Seen] = field(default_factory=lambda: list[Seen]())
     expired: set[str] = field(default_factory=lambda: set[str]())
     calls: dict[str, int] = field(default_factory=lambda: dict[str, int]())
+    announce: bool = False
+    """Write "http_fault_server: call TOOL" to stderr on each tool call (script mode)."""
 
     def __post_init__(self) -> None:
         self.server = _mcp_server(self)
@@ -167,19 +171,23 @@ def _mcp_server(faults: HttpFaults) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         faults.calls[params.name] = faults.calls.get(params.name, 0) + 1
+        if faults.announce:
+            print(f"http_fault_server: call {params.name}", file=sys.stderr, flush=True)
         if params.name == "boom":
             raise MCPError(types.INTERNAL_ERROR, "database on fire")
+        if params.name == "hang":
+            await anyio.sleep_forever()
         text = json.dumps({"tool": params.name, "arguments": params.arguments or {}})
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
     return Server("http-fault", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def bound_socket() -> socket.socket:
-    """A listening loopback socket on a port the system picks."""
+def bound_socket(port: int = 0) -> socket.socket:
+    """A listening loopback socket on ``port`` (0: one the system picks)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     sock.listen(64)
     return sock
 
@@ -216,12 +224,14 @@ def main(argv: list[str] | None = None) -> int:
         tool, status = rule.split("=", 1)
         statuses[tool] = (int(status), {})
     faults = HttpFaults(
-        statuses=statuses, all_posts=args.all_posts, get_status=args.get_status, expire=set(args.expire)
+        statuses=statuses,
+        all_posts=args.all_posts,
+        get_status=args.get_status,
+        expire=set(args.expire),
+        announce=True,
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(64)
-    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    sock = bound_socket(args.port)
+    print(f"PATCHBAY_TEST_LISTENING {sock.getsockname()[1]}", file=sys.stderr, flush=True)
     uvicorn.Server(uvicorn.Config(faults, log_level="warning")).run(sockets=[sock])
     return 0
 
