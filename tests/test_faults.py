@@ -147,6 +147,16 @@ async def exit_at_startup(rig: Rig) -> None:
     assert rig.upstream("dies").first_ready_after is None
 
 
+async def secrets_in_command_line_are_not_logged(rig: Rig) -> None:
+    """Regression: the debug line for each spawned upstream logged its arguments as they were,
+    credentials included (an ``--api-key=...`` argument, a value also given in the entry's env).
+    The rig checks the whole log for the secrets afterwards."""
+    await rig.ready("keyed")
+    [spawned] = rig.log.messages(r"spawned pid \d+: .*--name keyed")
+    assert "--api-key=***" in spawned
+    assert await rig.ok("keyed__echo", {"text": "ok"}) == "ok"
+
+
 async def first_failed_start_is_retried_and_says_so(rig: Rig) -> None:
     """Regression: while the proxy waited to retry a server whose first start failed, its
     state was FAILED and calls were told the error was not retryable (and nothing about the
@@ -381,6 +391,11 @@ FAULTS = [
         fs("dies", "--exit-at-startup", "3", env={"FAULT_SECRET": ENV_SECRET}),
         exit_at_startup,
         {"restart_initial_delay": 0.2},
+    ),
+    Fault(
+        "secrets_in_command_line_are_not_logged",
+        fs("keyed", f"--label=--api-key={SECRET}", f"--label={ENV_SECRET}", env={"FAULT_SECRET": ENV_SECRET}),
+        secrets_in_command_line_are_not_logged,
     ),
     Fault(
         "first_failed_start_is_retried_and_says_so",

@@ -103,7 +103,7 @@ async def stdio_transport(
     process = await _spawn(command, list(args), full_env, cwd)
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)
-    log.debug("spawned pid %d: %s %s", process.pid, command, " ".join(args))
+    log.debug("spawned pid %d: %s %s", process.pid, command, redact(" ".join(args), watch.secrets))
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)

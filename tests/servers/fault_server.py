@@ -17,6 +17,7 @@ Startup flags:
   --record FILE           append a JSON line {"kind", "name", "pid", "start"} for this process
                           and for every child it spawns (tests check they all die)
   --name NAME             the server's name (default ``fault``)
+  --label TEXT            ignored (a command-line argument for tests to look for in logs)
 
 Tools: echo, crash, hang, sleep, jsonrpc_error, invalid_params, traceback, huge,
 huge_structured, is_error, counter, pid, child, events, stderr.
@@ -92,6 +93,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ignore-eof", action="store_true")
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--record", metavar="FILE")
+    parser.add_argument("--label", action="append", default=[], metavar="TEXT")
     return parser.parse_args(argv)
 
 
