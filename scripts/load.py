@@ -17,20 +17,24 @@ back. The calls, and the fault each one asks for, are drawn from a seeded RNG:
   ``max_result_bytes``: truncated), ``big_structured`` (structured content
   larger than it: ``RESULT_TOO_LARGE``), ``crash`` (the upstream's connection
   dies mid-call; it is restarted);
-- ``slow``: sleeps well past its 0.2 s per-tool timeout;
+- ``slow``: sleeps well past its 0.2 s per-tool timeout; or, as ``cancel``, the
+  caller gives up after 50 ms and sends ``notifications/cancelled``;
 - ``lookup``: read-only, so retried by the proxy; fails at random upstream side.
 
 Invariants (exit status 1 if any fails):
 
 - every request gets exactly one response: no request unanswered, no response
-  twice, no response to an id never sent;
+  twice, no response to an id never sent (a request the caller cancelled gets
+  none, as MCP asks, or the one that was already on its way);
 - every response is the upstream's own result for that very call (its echoed id
   and server match) or an ``isError`` result whose ``structuredContent.error``
   has a ``code`` in the set allowed for that fault (timing-dependent faults
   such as a crash that takes other calls down with it are only ever asserted
   as "a code in an allowed set");
 - no non-retryable call reaches an upstream twice; every success reached it;
-- once all calls are answered, no upstream has a call in flight;
+- once all calls are answered, no upstream has a call in flight, and (in memory)
+  no upstream handler is still running: timed-out and cancelled calls were
+  cancelled upstream too;
 - memory settles: RSS after the second (identical) run is not materially higher
   than after the first.
 
@@ -78,6 +82,10 @@ SLOW_TIMEOUT = 0.2
 BIG_TEXT = 256 * 1024
 MAX_RESULT_BYTES = 64 * 1024
 LOOKUP_FAILURE = 0.25
+CANCEL_AFTER = 0.05
+"""Seconds after which a ``cancel`` call is cancelled by its caller (well before ``SLOW_TIMEOUT``)."""
+CANCEL_GRACE = 0.5
+"""Seconds a caller still listens after cancelling, for an answer that was already on its way."""
 """How often ``lookup`` fails upstream side (each attempt, so retries may heal it)."""
 
 # What each fault may end in. A success is "ok" (or "ok_truncated", or "upstream_is_error"
@@ -95,6 +103,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "big_structured": frozenset({"RESULT_TOO_LARGE"}),
     "crash": frozenset({"CONNECTION_LOST"}),
     "slow": frozenset({"TIMEOUT"}),
+    "cancel": frozenset({"cancelled", "TIMEOUT"}),
     "lookup": frozenset({"ok", "SERVER_ERROR"}),
 }
 SUCCESSES = frozenset({"ok", "ok_truncated", "upstream_is_error"})
@@ -110,7 +119,9 @@ WORK_FAULTS: dict[str, float] = {
     "big_structured": 0.01,
     "crash": 0.0015,
 }
-TOOL_WEIGHTS: dict[str, float] = {"work": 0.87, "slow": 0.03, "lookup": 0.10}
+TOOL_WEIGHTS: dict[str, float] = {"work": 0.86, "slow": 0.04, "lookup": 0.10}
+CANCEL_SHARE = 0.4
+"""Of the calls to ``slow``, the share the caller cancels."""
 
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -127,6 +138,8 @@ class Ledger:
 
     def __init__(self, path: Path | None = None) -> None:
         self.counts: Counter[str] = Counter()
+        self.running = 0
+        """Handlers running now (in memory only)."""
         self._file = path.open("a", encoding="utf-8", buffering=1) if path is not None else None
 
     def arrived(self, server: str, call_id: str) -> None:
@@ -160,6 +173,13 @@ def build_upstream(name: str, seed: int, ledger: Ledger, crash: Callable[[], Non
         )
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        ledger.running += 1
+        try:
+            return await run_tool(params)
+        finally:
+            ledger.running -= 1
+
+    async def run_tool(params: types.CallToolRequestParams) -> Any:
         args = params.arguments or {}
         call_id = str(args.get("id"))
         ledger.arrived(name, call_id)
@@ -262,6 +282,9 @@ class RawSession:
         self._next_id = 0
         self._pending: dict[int | str, _Waiter] = {}
         self.answered: set[int | str] = set()
+        self.cancelled: set[int | str] = set()
+        """Requests this side cancelled and stopped waiting for."""
+        self.answered_after_cancel = 0
         self.duplicates: list[Any] = []
         self.strays: list[Any] = []
         self.notifications: Counter[str] = Counter()
@@ -276,6 +299,11 @@ class RawSession:
             if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                 waiter = self._pending.pop(message.id, None) if message.id is not None else None
                 if waiter is None:
+                    if message.id in self.cancelled:  # the answer was on its way when the cancel arrived
+                        self.cancelled.discard(message.id)
+                        self.answered.add(message.id)
+                        self.answered_after_cancel += 1
+                        continue
                     (self.duplicates if message.id in self.answered else self.strays).append(message)
                     continue
                 self.answered.add(message.id)
@@ -294,16 +322,32 @@ class RawSession:
                 self.notifications[message.method] += 1
 
     async def request(
-        self, method: str, params: dict[str, Any] | None = None
-    ) -> tuple[types.JSONRPCResponse | types.JSONRPCError, float]:
-        """Send one request and wait for its response; returns it and the latency in seconds."""
+        self, method: str, params: dict[str, Any] | None = None, *, cancel_after: float | None = None
+    ) -> tuple[types.JSONRPCResponse | types.JSONRPCError | None, float]:
+        """Send one request and wait for its response; returns it and the latency in seconds.
+
+        With ``cancel_after``, give up after that long: send ``notifications/cancelled``,
+        listen ``CANCEL_GRACE`` more for an answer already on its way, else return None.
+        """
         self._next_id += 1
         request_id = self._next_id
         waiter = _Waiter()
         self._pending[request_id] = waiter
         message = types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, params=params)
         await self._write.send(SessionMessage(message))
-        await waiter.event.wait()
+        if cancel_after is None:
+            await waiter.event.wait()
+        else:
+            with anyio.move_on_after(cancel_after):
+                await waiter.event.wait()
+            if not waiter.event.is_set():
+                await self.notify("notifications/cancelled", {"requestId": request_id, "reason": "caller gave up"})
+                with anyio.move_on_after(CANCEL_GRACE):
+                    await waiter.event.wait()
+            if not waiter.event.is_set():
+                del self._pending[request_id]
+                self.cancelled.add(request_id)
+                return None, time.perf_counter() - waiter.sent_at
         assert waiter.message is not None
         return waiter.message, time.perf_counter() - waiter.sent_at
 
@@ -317,6 +361,8 @@ class RawSession:
     def forget(self) -> None:
         """Drop the bookkeeping of finished calls (between runs; duplicates of old ids then count as strays)."""
         self.answered.clear()
+        self.cancelled.clear()
+        self.answered_after_cancel = 0
 
     async def initialize(self) -> dict[str, Any]:
         params = {
@@ -326,7 +372,7 @@ class RawSession:
         }
         response, _ = await self.request("initialize", params)
         if not isinstance(response, types.JSONRPCResponse):
-            raise RuntimeError(f"initialize failed: {response.error}")
+            raise RuntimeError(f"initialize failed: {response}")
         await self.notify("notifications/initialized")
         return response.result
 
@@ -351,7 +397,12 @@ def plan(calls: int, servers: list[str], seed: int, run: int) -> list[Planned]:
     for i in range(calls):
         server = rng.choice(servers)
         tool = rng.choices(tools, tool_weights)[0]
-        fault = rng.choices(faults, fault_weights)[0] if tool == "work" else tool
+        if tool == "work":
+            fault = rng.choices(faults, fault_weights)[0]
+        elif tool == "slow" and rng.random() < CANCEL_SHARE:
+            fault = "cancel"
+        else:
+            fault = tool
         planned.append(Planned(f"r{run}-{i}-{rng.getrandbits(32):08x}", server, tool, fault))
     return planned
 
@@ -366,6 +417,7 @@ class RunResult:
     outcomes: Counter[str] = field(default_factory=lambda: Counter[str]())
     by_fault: dict[str, Counter[str]] = field(default_factory=lambda: dict[str, Counter[str]]())
     problems: list[str] = field(default_factory=lambda: list[str]())
+    answered_after_cancel: int = 0
     rss_start: int = 0
     rss_mid: int = 0
     rss_after: int = 0
@@ -382,8 +434,12 @@ class RunResult:
         return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1] * 1000
 
 
-def classify(planned: Planned, response: types.JSONRPCResponse | types.JSONRPCError) -> tuple[str, str | None]:
+def classify(planned: Planned, response: types.JSONRPCResponse | types.JSONRPCError | None) -> tuple[str, str | None]:
     """(outcome, problem): the outcome is a success kind or an error code; problem when an invariant fails."""
+    if response is None:
+        if planned.fault == "cancel":
+            return "cancelled", None
+        return "unanswered", f"{planned.call_id}: no response"
     if isinstance(response, types.JSONRPCError):
         return f"jsonrpc_error {response.error.code}", f"{planned.call_id}: a JSON-RPC error, not a result"
     result = response.result
@@ -423,9 +479,14 @@ async def run_once(
         nonlocal done
         for call in queue:
             arguments = {"id": call.call_id, "fault": call.fault} if call.tool == "work" else {"id": call.call_id}
-            response, latency = await session.request("tools/call", {"name": exposed(call), "arguments": arguments})
+            response, latency = await session.request(
+                "tools/call",
+                {"name": exposed(call), "arguments": arguments},
+                cancel_after=CANCEL_AFTER if call.fault == "cancel" else None,
+            )
             outcome, problem = classify(call, response)
-            report.latencies.append(latency)
+            if response is not None:
+                report.latencies.append(latency)
             report.outcomes[outcome] += 1
             report.by_fault.setdefault(call.fault, Counter())[outcome] += 1
             if problem is not None:
@@ -554,6 +615,11 @@ async def run_load(options: Options, progress: Callable[[str], None] | None = No
                     result = await run_once(
                         session, planned, options.concurrency, run, exposed=lambda c: f"{c.server}__{c.tool}"
                     )
+                    if connector is not None:  # cancelled upstream work unwinds in a moment
+                        with anyio.move_on_after(5):
+                            while connector.ledger.running:
+                                await anyio.sleep(0.01)
+                    result.answered_after_cancel = session.answered_after_cancel
                     result.problems.extend(_check_after_run(proxy, session, planned, connector, ledger_dir))
                     session.forget()
                     del planned
@@ -621,6 +687,8 @@ def _check_after_run(
         if call.tool == "lookup" and seen > 3:
             problems.append(f"{call.call_id} (lookup) reached {call.server} {seen} times, more than 1 + 2 retries")
     if connector is not None:
+        if connector.ledger.running:
+            problems.append(f"{connector.ledger.running} upstream calls still running after every call was settled")
         connector.ledger.counts.clear()
     return problems
 
@@ -656,6 +724,9 @@ def format_report(report: LoadReport) -> str:
             f"{_mib(r.rss_start):>9}  {_mib(r.rss_mid):>8}  {_mib(r.rss_after):>9}  {r.gc_objects_after:>10,}"
         )
     lines += ["", f"RSS before the proxy started: {_mib(report.rss_before_kib)}"]
+    late = sum(r.answered_after_cancel for r in report.runs)
+    cancelled = sum(r.outcomes["cancelled"] for r in report.runs)
+    lines.append(f"calls cancelled by their caller: {cancelled} unanswered, {late} answered before the cancel landed")
     if len(report.runs) >= 2:
         growth = report.runs[-1].rss_after - report.runs[0].rss_after
         lines.append(f"RSS growth from the end of run 1 to the end of run {len(report.runs)}: {growth / 1024:+.1f} MiB")
