@@ -55,7 +55,8 @@ async def http_rig(
     """The proxy in front of ``faulty`` (server 'fake'), a healthy fake (server 'good') and ``more`` entries."""
     good = HttpFaults()
     async with serving(good) as good_url, serving(faulty) as url:
-        servers = {"good": http_entry(f"{good_url}/mcp"), "fake": http_entry(f"{url}/mcp"), **more}
+        fake = {"url": f"{url}/sse", "type": "sse"} if faulty.sse else http_entry(f"{url}/mcp")
+        servers = {"good": http_entry(f"{good_url}/mcp"), "fake": fake, **more}
         async with proxy_rig(tmp, servers, {**SETTINGS, **(settings or {})}) as rig:
             await rig.ready("good")
             yield rig
@@ -281,6 +282,36 @@ async def test_server_error_status(tmp_path: Path, status: int) -> None:
         assert f"HTTP {status}" in info["message"]
         assert '"tool": "echo"' in await rig.ok("fake__echo", {})
         assert rig.upstream("fake").restarts == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "status", "code"),
+    [("broken", 503, "SERVER_ERROR"), ("limited", 429, "RATE_LIMITED"), ("unauthorized", 401, "AUTH_FAILED")],
+)
+async def test_sse_http_error_fails_the_call_at_once_and_keeps_the_connection(
+    tmp_path: Path, tool: str, status: int, code: str
+) -> None:
+    """Regression: over SSE an HTTP error on the POST of a call left the call waiting for an
+    answer that never comes, until its timeout (TIMEOUT after 50 s by default), and killed the
+    SDK's POST writer, so the next call failed with CONNECTION_LOST and the connection restarted."""
+    headers = {"retry-after": "3"} if status == 429 else {}
+    faulty = HttpFaults(sse=True, statuses={tool: (status, headers)})
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.ready("fake")
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {})
+        timed = await rig.call(f"fake__{tool}", {}, within=15)
+        assert timed.error["code"] == code, timed.error
+        assert f"HTTP {status}" in timed.error["message"]
+        assert timed.seconds < 5, timed.seconds  # at once, not at the 10 s timeout
+        assert '"tool": "echo"' in await rig.ok("fake__echo", {"after": tool})
+        assert rig.upstream("fake").restarts == 0
+
+
+async def test_jsonrpc_error_over_sse_keeps_the_upstream_message(tmp_path: Path) -> None:
+    async with http_rig(tmp_path, HttpFaults(sse=True)) as rig:
+        await rig.ready("fake")
+        info = (await rig.call("fake__boom", {})).error
+        assert info["code"] == "SERVER_ERROR" and "database on fire" in info["message"], info
 
 
 async def test_jsonrpc_error_over_http_keeps_the_upstream_message(tmp_path: Path) -> None:

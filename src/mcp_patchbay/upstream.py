@@ -15,22 +15,25 @@ Tool calls go through ``chain``, the policies of ``policies.build_chain`` around
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import math
 import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import anyio
 import httpx2
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
@@ -552,24 +555,42 @@ class Upstream:
         hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [self._http.hook]}
         timeout = httpx2.Timeout(self.settings.connect_timeout, read=300.0)
         if spec.transport == "sse":
-
-            def factory(
-                headers: dict[str, str] | None = None,
-                timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None,
-            ) -> httpx2.AsyncClient:
-                return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
-
-            return _streams_link(
-                sse_client(
-                    spec.url,
-                    headers=dict(spec.headers),
-                    timeout=self.settings.connect_timeout,
-                    httpx_client_factory=factory,
-                )
-            )
+            return self._sse_link(spec)
         client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks)
         return _streams_link(_client_then_transport(client, spec.url))
+
+    @asynccontextmanager
+    async def _sse_link(self, spec: RemoteSpec) -> AsyncGenerator[Link, None]:
+        answers, answered = anyio.create_memory_object_stream[SessionMessage](64)
+
+        async def refused(response: httpx2.Response) -> None:
+            # The SDK's SSE client raises on an error status of a POST: that ends its writer (and so
+            # the connection) and leaves the request waiting for an answer that never comes. Answer
+            # it here with the stand-in that _failure maps to the status, and let the POST pass.
+            if response.status_code < 400 or response.request.method != "POST":
+                return
+            request_id = _request_id(response.request.content)
+            if request_id is not None:
+                error = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+                answer = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+                with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    answers.send_nowait(answer)
+            response.status_code = 202
+
+        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [self._http.hook, refused]}
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+        transport = sse_client(
+            spec.url, headers=dict(spec.headers), timeout=self.settings.connect_timeout, httpx_client_factory=factory
+        )
+        async with answers, answered, _streams_link(transport, answered) as link:
+            yield link
 
     async def _read_listing(self, session: ClientSession, caps: types.ServerCapabilities) -> Listing:
         tools: list[types.Tool] = []
@@ -759,9 +780,51 @@ async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncG
 
 
 @asynccontextmanager
-async def _streams_link(transport: AbstractAsyncContextManager[Any]) -> AsyncGenerator[Link, None]:
+async def _streams_link(
+    transport: AbstractAsyncContextManager[Any], answers: MemoryObjectReceiveStream[SessionMessage] | None = None
+) -> AsyncGenerator[Link, None]:
+    """A transport's streams as a link; ``answers`` are messages made up by the proxy, merged in."""
     async with transport as (read, write):
-        yield Link(read, write)
+        if answers is None:
+            yield Link(read, write)
+            return
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        extra_send = send.clone()
+        made_up = anyio.CancelScope()
+
+        async def from_transport() -> None:
+            try:
+                async with send:
+                    async for message in read:
+                        await send.send(message)
+            finally:
+                made_up.cancel()  # the transport ended: so does the link, whatever the proxy had to add
+
+        async def from_proxy() -> None:
+            with made_up, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async with extra_send, answers:
+                    async for message in answers:
+                        await extra_send.send(message)
+
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(from_transport)
+            tg.start_soon(from_proxy)
+            try:
+                yield Link(receive, write)
+            finally:
+                tg.cancel_scope.cancel()
+
+
+def _request_id(body: bytes) -> types.RequestId | None:
+    """The id of the JSON-RPC request in an HTTP body (None for a notification or a response)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    request_id = cast("dict[str, Any]", message).get("id")
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
 
 
 @asynccontextmanager

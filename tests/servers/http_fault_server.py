@@ -65,9 +65,12 @@ class HttpFaults:
     announce: bool = False
     """Write "http_fault_server: call TOOL" to stderr on each tool call (script mode)."""
 
+    sse: bool = False
+    """Serve the old HTTP+SSE transport (GET /sse, POST /messages/) instead of streamable HTTP."""
+
     def __post_init__(self) -> None:
         self.server = _mcp_server(self)
-        self.inner = self.server.streamable_http_app(host="127.0.0.1")
+        self.inner = _sse_app(self.server) if self.sse else self.server.streamable_http_app(host="127.0.0.1")
         self._changed = anyio.Event()
 
     def initializes(self) -> int:
@@ -181,6 +184,32 @@ def _mcp_server(faults: HttpFaults) -> Server[Any]:
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
     return Server("http-fault", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _sse_app(server: Server[Any]) -> Any:
+    from mcp.server.sse import SseServerTransport
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*"],
+        allowed_origins=["http://127.0.0.1:*"],
+    )
+    sse = SseServerTransport("/messages/", security_settings=security)
+
+    async def handle_sse(scope: Scope, receive: Any, send: Any) -> Response:
+        async with sse.connect_sse(scope, receive, send) as streams:
+            await server.run(streams[0], streams[1], server.create_initialization_options())
+        return Response()
+
+    class SseEndpoint:
+        async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+            await handle_sse(scope, receive, send)
+
+    return Starlette(routes=[Route("/sse", endpoint=SseEndpoint()), Mount("/messages/", app=sse.handle_post_message)])
 
 
 def bound_socket(port: int = 0) -> socket.socket:
