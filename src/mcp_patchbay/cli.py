@@ -84,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _serve(config: Config) -> None:
-    from mcp.server.stdio import stdio_server
-
+    from mcp_patchbay.downstream import stdio_streams
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
@@ -96,7 +95,7 @@ async def _serve(config: Config) -> None:
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await proxy.serve(read_stream, write_stream)
         logger.info("client closed the connection; stopping upstreams")
         tg.cancel_scope.cancel()

@@ -1,0 +1,152 @@
+"""The client's side of the wire: MCP over our own stdin and stdout.
+
+The SDK's ``stdio_server`` reads stdin with a blocking ``readline`` in a worker thread.
+That costs a thread hop per message and, worse, cannot be cancelled: on SIGTERM the
+proxy stopped its upstreams but then sat on that read until the client closed stdin.
+Here, on POSIX, stdin and stdout are event-loop pipes: reads are cancellable and need
+no thread. Like the SDK, the descriptors are claimed first: fd 0 then reads
+/dev/null and fd 1 writes to stderr, so nothing a library or child prints can reach
+the wire. Where event-loop pipes cannot serve (Windows, stdin redirected from a regular
+file), the SDK's transport is used unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager, suppress
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger("mcp_patchbay.downstream")
+
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
+LINE_LIMIT = 256 * 1024 * 1024
+"""The longest line accepted from the client (a request with a large argument)."""
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream], None]:
+    """Yield (read, write) message streams over this process's stdin and stdout."""
+    pipes = await _open_pipes() if sys.platform != "win32" else None
+    if pipes is None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as streams:
+            yield streams  # pyright: ignore[reportReturnType]
+        return
+    reader, writer, restore = pipes
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdin() -> None:
+        async with read_writer:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError) as exc:  # a line over LINE_LIMIT
+                    await read_writer.send(exc)
+                    continue
+                if not line:
+                    return  # EOF: the client went away
+                if not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError:
+                    logger.warning("client sent a line that is not a JSON-RPC message: %.200r", line)
+                    writer.write(_invalid_line_answer(line))
+                    continue
+                await read_writer.send(SessionMessage(message))
+
+    async def write_stdout() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                writer.write(data.encode() + b"\n")
+                await writer.drain()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdin)
+            tg.start_soon(write_stdout)
+            try:
+                yield read_stream, write_stream
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with suppress(Exception):
+            writer.close()
+        restore()
+
+
+def _invalid_line_answer(line: bytes) -> bytes:
+    """JSON-RPC's answer to a line that is not a message: a parse error (id null), or an
+    invalid request naming the id when one can be read, so the client's request never hangs."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return _error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+    request_id = cast("dict[str, Any]", value).get("id") if isinstance(value, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    return _error_line(request_id, types.INVALID_REQUEST, "Invalid request: not a valid JSON-RPC 2.0 message")
+
+
+def _error_line(request_id: str | int | None, code: int, message: str) -> bytes:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(body).encode() + b"\n"
+
+
+async def _open_pipes() -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Any] | None:
+    """Claim fds 0 and 1 and open them as event-loop pipes; None where that is not possible."""
+    import fcntl
+
+    try:
+        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    stdin_file = os.fdopen(wire_in, "rb", buffering=0)
+    stdout_file = os.fdopen(wire_out, "wb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin_file)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout_file)
+    except (ValueError, OSError) as exc:  # a regular file, say: not a pipe, socket or terminal
+        logger.debug("stdin/stdout are not pipes (%s); using the SDK's threaded stdio transport", exc)
+        for file in (stdin_file, stdout_file):
+            with suppress(Exception):
+                file.close()
+        return None
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    _divert()
+
+    def restore() -> None:
+        for saved, fd in ((saved_in, 0), (saved_out, 1)):
+            with suppress(OSError):
+                os.dup2(saved, fd)
+                os.close(saved)
+
+    return reader, writer, restore
+
+
+def _divert() -> None:
+    """fd 0 reads nothing and fd 1 goes to stderr: stray output can never corrupt the wire."""
+    with suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+    with suppress(OSError):
+        os.dup2(2, 1)
