@@ -86,6 +86,14 @@ SUGGEST_CUTOFF = 70.0
 MIN_MAX_LENGTH = 16
 """The smallest ``max_length`` accepted: room for a readable head and a hash suffix."""
 
+MAX_CALLED_LENGTH = 512
+"""Longer called names get no loose matching, only suggestions for their head. No real
+name comes near it (the clients' own limit is 64), and the loose rules grow with the
+number of separators in a name: a hostile name must cost what a normal one does."""
+
+_MAX_PART = 160
+"""Leading parts longer than this are never tried as server names (none is that long)."""
+
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _NORM_DROP = str.maketrans("", "", "_-./: ")
 _CLIENT_SEPARATOR = "__"
@@ -315,6 +323,8 @@ class Resolver:
         entry = self._exact.get(called)
         if entry is not None:
             return Resolution("exact", called, entry=entry)
+        if len(called) > MAX_CALLED_LENGTH:
+            return Resolution("unknown", called, candidates=self.suggest(called[:MAX_CALLED_LENGTH]))
 
         matches = self._match(called)
         visible = sorted({t for t in matches if self._targets[t].entry is not None})
@@ -398,12 +408,12 @@ class Resolver:
         positions = self._delimiter_positions(called)
         starts = [0] + [start + length for start, length in positions]
         ends = [start for start, _ in positions]
-        leading = [called, *(called[:end] for end in ends)]
+        leading = [called, *(called[:end] for end in ends if end <= _MAX_PART)]
         for part in leading:
             for server_number in self._servers_by_key.get(normalize(part)):
                 if self._server_available[server_number]:
                     return None
-        parts = leading + [called[s:e] for s in starts[1:] for e in reversed(ends) if s < e]
+        parts = leading + [called[s:e] for s in starts[1:] for e in reversed(ends) if s < e and e - s <= _MAX_PART]
         for part in parts:
             numbers = self._servers_by_key.get(normalize(part))
             down = sorted(self._server_names[n] for n in numbers if not self._server_available[n])

@@ -291,7 +291,7 @@ class Proxy:
         except PatchbayError as error:
             return self._fail(error, called, target, server, started)
         except Exception as exc:  # a bug of ours: the session still goes on
-            logger.exception("unexpected error in tools/call %r", called)
+            logger.exception("unexpected error in tools/call %.200r", called)
             error = UpstreamError(
                 Code.INTERNAL_ERROR,
                 "An unexpected error occurred in the proxy while running this tool. Retry once; if it persists, "
@@ -308,7 +308,7 @@ class Proxy:
         resolution = resolver.resolve(called)
         if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
             target = catalog.by_exposed[resolution.entry.exposed]
-            logger.info("resolved tool name %r to %r (rule: %s)", called, target.exposed, resolution.rule)
+            logger.info("resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
             return target
         if resolution.kind == "hidden":
             raise hidden_tool(resolution)
@@ -362,7 +362,7 @@ class Proxy:
         )
         logger.log(
             level,
-            "tools/call %r%s failed in %.0f ms: %s %s%s",
+            "tools/call %.200r%s failed in %.0f ms: %s %s%s",
             called,
             f" -> {server}/{tool}" if server and tool else "",
             (time.monotonic() - started) * 1000,
@@ -459,9 +459,9 @@ class Proxy:
             except PatchbayError as error:
                 last = error
                 if len(candidates) == 1:
-                    logger.warning("resources/read %r on '%s' failed: %s", uri, upstream.name, error.detail)
+                    logger.warning("resources/read %.200r on '%s' failed: %s", uri, upstream.name, error.detail)
                     raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-        logger.warning("resources/read %r: no server has it (%s)", uri, last.detail if last else "no candidates")
+        logger.warning("resources/read %.200r: no server has it (%s)", uri, last.detail if last else "no candidates")
         missing = ClientError(
             Code.RESOURCE_NOT_FOUND,
             clip(f"Resource not found: {uri}. List the resources and templates to see what exists."),
