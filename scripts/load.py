@@ -55,8 +55,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +70,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
-from mcp_patchbay.config import Config, RemoteSpec, StdioSpec, parse_config
+from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.server import Proxy
-from mcp_patchbay.upstream import Link
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test rig lives in tests/
+from tests.harness import MemoryUpstreams
 
 SCRIPT = Path(__file__).resolve()
 ROOT = SCRIPT.parent.parent
@@ -215,41 +217,20 @@ def build_upstream(name: str, seed: int, ledger: Ledger, crash: Callable[[], Non
     return Server(name, version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-class MemoryConnector:
-    """A ``Connector`` serving each config entry from an in-process server (tests/harness.py's shape).
+class MemoryConnector(MemoryUpstreams):
+    """The in-memory ``Connector`` of the test rig, serving this script's faulty upstreams.
 
     A crash cancels the server's side of the connection; the proxy's next connect
     gets the same server again, as a restarted process would be.
     """
 
     def __init__(self, names: list[str], seed: int) -> None:
+        super().__init__({})
         self.ledger = Ledger()
-        self._scopes: dict[str, anyio.CancelScope] = {}
         self.servers = {n: build_upstream(n, seed, self.ledger, self._crasher(n)) for n in names}
 
     def _crasher(self, name: str) -> Callable[[], None]:
-        return lambda: self._scopes[name].cancel()
-
-    @asynccontextmanager
-    async def __call__(self, name: str, spec: StdioSpec | RemoteSpec) -> AsyncIterator[Link]:
-        server = self.servers[name]
-        closed = anyio.Event()
-        async with create_client_server_memory_streams() as (client_streams, server_streams):
-            async with anyio.create_task_group() as tg:
-                scope = anyio.CancelScope()
-                self._scopes[name] = scope
-
-                async def serve() -> None:
-                    with scope:
-                        await server.run(server_streams[0], server_streams[1], server.create_initialization_options())
-                    closed.set()
-                    await client_streams[1].aclose()
-
-                tg.start_soon(serve)
-                try:
-                    yield Link(client_streams[0], client_streams[1], closed=closed)
-                finally:
-                    tg.cancel_scope.cancel()
+        return lambda: self.crash(name)
 
 
 async def serve_stdio(name: str, seed: int, ledger_path: Path) -> None:
