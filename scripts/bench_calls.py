@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 from bench_common import (
+    VARIANTS,
     WORK,
     bench_server_entry,
     call,
@@ -85,7 +86,8 @@ def targets_for(upstream: str, with_fastmcp: bool, with_variant: bool = False) -
         Target("patchbay", proxy_params(config), f"{upstream}__{tool}", arguments),
     ]
     if with_variant:
-        targets.append(Target("patchbay-pipe", variant_params(config), f"{upstream}__{tool}", arguments))
+        for variant in VARIANTS:
+            targets.append(Target(variant, variant_params(variant, config), f"{upstream}__{tool}", arguments))
     if with_fastmcp and fastmcp_available():
         # With one server in its config, FastMCP serves the tools under their own names.
         targets.append(Target("fastmcp", fastmcp_params(config), tool, arguments))
@@ -200,7 +202,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--upstream", choices=sorted(UPSTREAMS), default="bench")
     parser.add_argument("--fastmcp", action="store_true", help="also measure FastMCP's proxy")
-    parser.add_argument("--variant", action="store_true", help="also measure bench_stdio_variant.py (no threads)")
+    parser.add_argument("--variant", action="store_true", help="also measure the experiments of bench_variant.py")
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200, help="sequential calls per batch")
     parser.add_argument("--concurrent-calls", type=int, default=500, help="calls per concurrent batch")

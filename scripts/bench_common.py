@@ -45,10 +45,14 @@ def errlog() -> TextIO:
 # --- what to run ---------------------------------------------------------------------------
 
 
-def bench_server_entry(name: str = "bench", tools: int = 1, spawn_log: Path | None = None) -> dict[str, Any]:
+def bench_server_entry(
+    name: str = "bench", tools: int = 1, spawn_log: Path | None = None, fast_stdio: bool = False
+) -> dict[str, Any]:
     args = [BENCH_SERVER, "--name", name, "--tools", str(tools)]
     if spawn_log is not None:
         args += ["--spawn-log", str(spawn_log)]
+    if fast_stdio:
+        args.append("--fast-stdio")
     return {"command": PY, "args": args}
 
 
@@ -80,12 +84,19 @@ def proxy_params(config: Path) -> StdioServerParameters:
     return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
 
 
-def variant_params(config: Path) -> StdioServerParameters:
-    """The proxy with the thread-free downstream stdio of ``bench_stdio_variant.py`` (an experiment)."""
-    script = str(ROOT / "scripts" / "bench_stdio_variant.py")
-    return StdioServerParameters(
-        command=PY, args=[script, "--config", str(config), "--log-level", "WARNING"], cwd=str(ROOT)
-    )
+VARIANTS = ("sdk-stdio", "no-otel")
+"""The experiments of ``bench_variant.py``."""
+
+
+def variant_command(variant: str, config: Path) -> list[str]:
+    """The proxy with one change (see ``bench_variant.py``)."""
+    script = str(ROOT / "scripts" / "bench_variant.py")
+    return [PY, script, "--variant", variant, "--config", str(config), "--log-level", "WARNING"]
+
+
+def variant_params(variant: str, config: Path) -> StdioServerParameters:
+    command = variant_command(variant, config)
+    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
 
 
 def fastmcp_command(config: Path) -> list[str]:

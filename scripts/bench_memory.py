@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/bench_memory.py [--calls 100000] [--window 64]
 
-The proxy serves 16 bench_server upstreams. A raw JSON-RPC client (no SDK, so the
+The proxy serves 16 bench_server upstreams (``--fast-stdio``, so that they leave more of
+the two cores to the proxy under test). A raw JSON-RPC client (no SDK, so the
 client is not the bottleneck) keeps ``--window`` calls in flight, round-robin over the
 16 tools. VmRSS of the proxy process alone (not its children) is read from
 /proc/PID/status after startup, after a warm-up, and when the 10%, 50% and 100% marks of
@@ -32,7 +33,9 @@ UPSTREAMS = 16
 
 
 async def run(calls: int, window: int) -> dict[str, Any]:
-    config = write_config("memory-16", {f"m{i:02d}": bench_server_entry(f"m{i:02d}") for i in range(UPSTREAMS)})
+    config = write_config(
+        "memory-16", {f"m{i:02d}": bench_server_entry(f"m{i:02d}", fast_stdio=True) for i in range(UPSTREAMS)}
+    )
     arguments = {"text": "hello"}
     async with raw_process(proxy_command(config)) as session:
         await session.initialize()

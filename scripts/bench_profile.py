@@ -4,7 +4,7 @@
 
 1. CPU per call, from /proc/PID/stat: the proxy and its upstream under a steady load from
    a raw JSON-RPC client (16 in flight), against the same bench_server driven directly;
-   also the thread-free stdio experiment (``bench_stdio_variant.py``). Rounds alternate.
+   also the experiments of ``bench_variant.py``. Rounds alternate.
 2. ``py-spy record --gil --format speedscope`` attached to the proxy under the same load
    (``.bench/profile.speedscope.json``; open it at speedscope.app). ``--gil`` keeps only
    samples of the thread holding the GIL: the proxy's Python work, without idle waits.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from bench_common import (
     BENCH_SERVER,
     PY,
     ROOT,
+    VARIANTS,
     WORK,
     bench_server_entry,
     children_of,
@@ -37,11 +39,11 @@ from bench_common import (
     median,
     proxy_command,
     raw_process,
+    variant_command,
     write_config,
 )
 
 PYSPY = str(ROOT / ".venv" / "bin" / "py-spy")
-VARIANT = str(ROOT / "scripts" / "bench_stdio_variant.py")
 ARGS = {"text": "hello"}
 
 # Self time: the innermost frame decides; the first rule that matches wins.
@@ -64,7 +66,8 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("mcp-patchbay (src/mcp_patchbay)", ("mcp_patchbay",)),
-    ("MCP SDK (dispatcher, sessions, runner, otel spans)", ("/mcp/", "mcp_types", "opentelemetry")),
+    ("OpenTelemetry (the SDK's spans; no exporter installed)", ("opentelemetry", "_otel")),
+    ("MCP SDK (dispatcher, sessions, runner)", ("/mcp/", "mcp_types")),
     ("logging", ("/logging/",)),
     (
         "anyio / asyncio machinery (tasks, cancel scopes, memory streams, event loop)",
@@ -73,16 +76,17 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Inclusive time: a sample counts for a stage when any frame on its stack matches (file part, function part).
-STAGES: list[tuple[str, str, str]] = [
-    ("downstream read: SDK stdio_server.stdin_reader (thread hop + parse)", "mcp/server/stdio.py", "stdin_reader"),
-    ("downstream write: SDK stdio_server.stdout_writer (dump + 2 thread hops)", "mcp/server/stdio.py", "stdout_writer"),
-    ("SDK request dispatch (JSONRPCDispatcher._handle_request)", "jsonrpc_dispatcher.py", "_handle_request"),
-    ("mcp-patchbay handler code (server.py, policies.py, upstream.py frames)", "mcp_patchbay/", ""),
-    ("upstream request send (dispatcher send_raw_request / send_request)", "mcp/", "send_r"),
-    ("upstream write: mcp_patchbay.stdio write_stdin (dump + pipe write)", "mcp_patchbay/stdio.py", "write_stdin"),
-    ("upstream read: mcp_patchbay.stdio read_stdout (parse + validate)", "mcp_patchbay/stdio.py", "read_stdout"),
-    ("OpenTelemetry spans (SDK)", "", "otel"),
-    ("pydantic anywhere on the stack", "pydantic", ""),
+STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+    ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/downstream.py", "read_stdin"),)),
+    ("downstream write: downstream.write_stdout (dump + write)", (("mcp_patchbay/downstream.py", "write_stdout"),)),
+    ("downstream via the SDK's threaded stdio_server (older proxies)", (("mcp/server/stdio.py", "std"),)),
+    ("SDK request dispatch (JSONRPCDispatcher._handle_request)", (("jsonrpc_dispatcher.py", "_handle_request"),)),
+    ("any mcp-patchbay frame on the stack (src/mcp_patchbay)", (("mcp_patchbay/", ""),)),
+    ("upstream request send (dispatcher send_raw_request / send_request)", (("mcp/", "send_r"),)),
+    ("upstream write: mcp_patchbay.stdio write_stdin (dump + pipe write)", (("mcp_patchbay/stdio.py", "write_stdin"),)),
+    ("upstream read: mcp_patchbay.stdio read_stdout (parse + validate)", (("mcp_patchbay/stdio.py", "read_stdout"),)),
+    ("OpenTelemetry spans and context (SDK; no exporter installed)", (("", "otel"), ("opentelemetry", ""))),
+    ("pydantic anywhere on the stack", (("pydantic", ""),)),
 ]  # fmt: skip
 
 
@@ -114,7 +118,6 @@ async def direct_cpu(calls: int) -> tuple[float, float]:
 
 async def cpu_per_call(calls: int, rounds: int) -> dict[str, Any]:
     config = write_config("profile-1", {"bench": bench_server_entry()})
-    variant = [PY, VARIANT, "--config", str(config), "--log-level", "WARNING"]
     rows: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(rounds):
         up, rate = await direct_cpu(calls)
@@ -124,13 +127,15 @@ async def cpu_per_call(calls: int, rounds: int) -> dict[str, Any]:
         rows["proxy"].append(proxy)
         rows["proxied_upstream"].append(up)
         rows["proxied_rate"].append(rate)
-        proxy, up, rate = await proxy_cpu(variant, calls)
-        rows["variant_proxy"].append(proxy)
-        rows["variant_rate"].append(rate)
+        for variant in VARIANTS:
+            proxy, up, rate = await proxy_cpu(variant_command(variant, config), calls)
+            rows[f"{variant}_proxy"].append(proxy)
+            rows[f"{variant}_rate"].append(rate)
     result = {key: median(values) for key, values in rows.items()}
     log(
-        f"  CPU per call: proxy {result['proxy']:.3f} ms (thread-free stdio {result['variant_proxy']:.3f} ms), "
-        f"upstream {result['direct_upstream']:.3f} ms"
+        f"  CPU per call: proxy {result['proxy']:.3f} ms ("
+        + ", ".join(f"{v} {result[f'{v}_proxy']:.3f} ms" for v in VARIANTS)
+        + f"), upstream {result['direct_upstream']:.3f} ms"
     )
     return result
 
@@ -161,7 +166,8 @@ async def record(seconds: int, output: Path) -> dict[str, Any]:
             if spy.stderr is not None:
                 error = await spy.stderr.receive() if spy.returncode else b""
             raise RuntimeError(f"py-spy failed ({spy.returncode}): {error.decode(errors='replace')[:500]}")
-    return {"command": " ".join(command), "calls": calls, "calls_per_second": calls / elapsed}
+    shown = " ".join(command).replace(str(ROOT) + "/", "").replace(str(session.pid), "PROXY_PID")
+    return {"command": shown, "calls": calls, "calls_per_second": calls / elapsed}
 
 
 def exists(path: Path) -> bool:
@@ -189,7 +195,7 @@ def analyse(path: Path) -> dict[str, Any]:
             total += weight
             by_thread[thread] += weight
             file, name = where(stack[-1])
-            short = file.split("site-packages/")[-1].split("/src/")[-1]
+            short = re.sub(r".*/(site-packages|src|lib/python3\.\d+)/", "", file)
             by_function[f"{name} ({short})"] += weight
             category = "other"
             for label, needles in CATEGORIES:
@@ -198,8 +204,8 @@ def analyse(path: Path) -> dict[str, Any]:
                     break
             by_category[category] += weight
             places = [where(i) for i in stack]
-            for label, file_part, name_part in STAGES:
-                if any(file_part in f and name_part in n for f, n in places):
+            for label, alternatives in STAGES:
+                if any(fp in f and np in n for f, n in places for fp, np in alternatives):
                     by_stage[label] += weight
 
     def shares(counter: collections.Counter[str], limit: int | None = None) -> list[tuple[str, float]]:
@@ -208,7 +214,7 @@ def analyse(path: Path) -> dict[str, Any]:
     return {
         "samples_seconds": total,
         "categories": shares(by_category),
-        "stages": [(label, by_stage[label] / total * 100 if total else 0.0) for label, _, _ in STAGES],
+        "stages": [(label, by_stage[label] / total * 100 if total else 0.0) for label, _ in STAGES],
         "functions": shares(by_function, 15),
         "threads": shares(by_thread),
     }

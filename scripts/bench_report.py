@@ -31,23 +31,33 @@ import bench_calls
 import bench_memory
 import bench_profile
 import bench_startup
-from bench_common import FASTMCP, PY, ROOT, WORK, fastmcp_available, fastmcp_command, log, proxy_command
+from bench_common import (
+    FASTMCP,
+    PY,
+    ROOT,
+    VARIANTS,
+    WORK,
+    fastmcp_available,
+    fastmcp_command,
+    log,
+    proxy_command,
+)
 
 NAMING = ROOT / "scripts" / "bench_naming.py"
 
 FULL = {
     "batches": 10,
     "calls": 200,
-    "concurrent_calls": 500,
+    "concurrent_calls": 400,
     "callers": 50,
     "warmup": 100,
     "multi_calls": 5,
-    "startup_reps": 5,
+    "startup_reps": 4,
     "naming_calls": 2000,
     "memory_calls": 100_000,
     "profile_seconds": 10,
-    "profile_calls": 4000,
-    "profile_rounds": 3,
+    "profile_calls": 2000,
+    "profile_rounds": 2,
 }
 QUICK = {
     "batches": 4,
@@ -168,7 +178,7 @@ def run_all(quick: bool) -> dict[str, Any]:
             ),
         )
     part("multi", lambda: anyio.run(bench_calls.fastmcp_multi, p["multi_calls"]))
-    part("startup", lambda: anyio.run(bench_startup.run, p["startup_reps"], True))
+    part("startup", lambda: anyio.run(bench_startup.run, p["startup_reps"], True, 1))
     part("naming", lambda: naming(p["naming_calls"]))
     part("memory", lambda: anyio.run(bench_memory.run, p["memory_calls"], 64))
     part(
@@ -510,11 +520,17 @@ def notes(r: dict[str, Any]) -> list[str]:
                 f" Importing what it serves with takes {values[2]:.0f} ms, against {values[1]:.0f} ms for what a "
                 f"minimal SDK server imports and {values[0]:.0f} ms for the bare interpreter."
             )
-        text += (
-            " Its upstreams are spawned only once the client's first request has arrived (their `initialize` "
-            "carries the client's capabilities), so the upstream's own start comes after the proxy's instead of "
-            "beside it, and a single-upstream startup costs about the sum of both."
-        )
+        line = s.get("timeline")
+        if line:
+            values = list(line.values())
+            text += (
+                f" Timeline of a one-upstream start, from the proxy's spawn: `initialize` answered at "
+                f"{values[0]:.0f} ms, the upstream process spawned at {values[1]:.0f} ms, `tools/list` answered at "
+                f"{values[2]:.0f} ms. The upstream is spawned only once the proxy has imported everything and "
+                "is serving, so its own start (interpreter, imports, handshake) follows the proxy's instead of "
+                "running beside it on the second core: a one-upstream startup costs about the sum of both. With "
+                "ten upstreams the ten starts dominate and overlap the proxy's, so the ratio is close to 1."
+            )
         out.append(text)
     mem = r.get("memory", {})
     if not failed(mem) and "calls_per_second" in mem:
@@ -526,51 +542,56 @@ def notes(r: dict[str, Any]) -> list[str]:
     return out
 
 
+VARIANT_TITLES = {
+    "sdk-stdio": "with the SDK's threaded stdio_server (before)",
+    "no-otel": "without the SDK's OTel middleware",
+}
+
+
 def variant_section(doc: Doc, r: dict[str, Any]) -> None:
     c = r.get("calls_bench", {})
     pr = r.get("profile", {})
-    if failed(c) or "patchbay-pipe" not in c:
+    variants = [v for v in VARIANTS if v in c] if not failed(c) else []
+    if not variants:
         return
-    d, p, v = c["direct"], c["patchbay"], c["patchbay-pipe"]
+    d, p = c["direct"], c["patchbay"]
     doc(
-        "### Experiment: the downstream stdio without threads",
+        "### Experiments: the same proxy with one thing changed",
         "",
-        "`scripts/bench_stdio_variant.py` runs the same proxy with the SDK's `stdio_server` replaced by a",
-        "transport that waits on fds 0/1 on the event loop (non-blocking pipes, `anyio.wait_readable`) instead of",
-        "handing every line to a worker thread. Measured in the same alternating batches:",
+        "`scripts/bench_variant.py` runs the proxy with one change, measured in the same alternating batches as",
+        "the table above (bench_server `echo`): `sdk-stdio` serves the client's side with the SDK's threaded",
+        "`stdio_server` (one worker-thread round trip per line read and two per message written), as the proxy",
+        "did before it had its own transport (`mcp_patchbay.downstream`), so it shows what that change bought;",
+        "`no-otel` drops the SDK's `OpenTelemetryMiddleware` from the proxy's `Server.middleware` (a span per",
+        "request, opened even though no exporter is installed).",
         "",
     )
-    rows = [
-        [
-            "median latency, sequential (ms)",
-            fmt(d["median_ms"], 3),
-            f"{fmt(p['median_ms'], 3)} ({fmt(ratio(p['median_ms'], d['median_ms']))}x)",
-            f"{fmt(v['median_ms'], 3)} ({fmt(ratio(v['median_ms'], d['median_ms']))}x)",
-        ],
-        [
-            "p99 latency, sequential (ms)",
-            fmt(d["p99_ms"], 3),
-            f"{fmt(p['p99_ms'], 3)} ({fmt(ratio(p['p99_ms'], d['p99_ms']))}x)",
-            f"{fmt(v['p99_ms'], 3)} ({fmt(ratio(v['p99_ms'], d['p99_ms']))}x)",
-        ],
-        [
-            "throughput, 50 callers (calls/s)",
-            fmt(d["throughput"]),
-            f"{fmt(p['throughput'])} ({fmt(ratio(p['throughput'], d['throughput']))}x)",
-            f"{fmt(v['throughput'])} ({fmt(ratio(v['throughput'], d['throughput']))}x)",
-        ],
-    ]
+
+    def cell(side: dict[str, Any], field: str, base: dict[str, Any], digits: int) -> str:
+        return f"{fmt(side[field], digits)} ({fmt(ratio(side[field], base[field]))}x)"
+
+    rows = []
+    for field, label, digits in (
+        ("median_ms", "median latency, sequential (ms)", 3),
+        ("p99_ms", "p99 latency, sequential (ms)", 3),
+        ("throughput", "throughput, 50 callers (calls/s)", 0),
+    ):
+        rows.append(
+            [label, fmt(d[field], digits), cell(p, field, d, digits)] + [cell(c[v], field, d, digits) for v in variants]
+        )
     cpu = pr.get("cpu") if not failed(pr) else None
     if cpu:
         rows.append(
             [
-                "proxy CPU per call (ms, /proc/PID/stat)",
+                "proxy CPU per call (ms, /proc/PID/stat; see below)",
                 f"{cpu['direct_upstream']:.3f} (the upstream itself)",
                 f"{cpu['proxy']:.3f}",
-                f"{cpu['variant_proxy']:.3f}",
             ]
+            + [f"{cpu[f'{v}_proxy']:.3f}" if f"{v}_proxy" in cpu else "n/a" for v in variants]
         )
-    doc.table(["bench_server `echo`", "Direct", "mcp-patchbay (SDK stdio_server)", "thread-free stdio"], rows)
+    doc.table(
+        ["bench_server `echo`", "Direct", "mcp-patchbay as committed"] + [VARIANT_TITLES[v] for v in variants], rows
+    )
 
 
 def profile_section(doc: Doc, r: dict[str, Any]) -> None:
@@ -593,12 +614,17 @@ def profile_section(doc: Doc, r: dict[str, Any]) -> None:
             ["bench_server called directly", f"{cpu['direct_upstream']:.3f}", fmt(cpu["direct_rate"])],
             ["the proxy (mcp-patchbay)", f"{cpu['proxy']:.3f}", fmt(cpu["proxied_rate"])],
             ["bench_server behind the proxy", f"{cpu['proxied_upstream']:.3f}", ""],
-            [
-                "the proxy with the thread-free stdio experiment",
-                f"{cpu['variant_proxy']:.3f}",
-                fmt(cpu["variant_rate"]),
-            ],
+        ]
+        + [
+            [f"the proxy {VARIANT_TITLES[v]}", f"{cpu[f'{v}_proxy']:.3f}", fmt(cpu[f"{v}_rate"])]
+            for v in VARIANTS
+            if f"{v}_proxy" in cpu
         ],
+    )
+    doc(
+        "CPU time is less sensitive to a noisy neighbour than wall time, but not immune: differences under about "
+        "10% between rows are within what repeated runs here have shown.",
+        "",
     )
     prof = pr.get("profile")
     if prof:
@@ -640,6 +666,8 @@ def findings(r: dict[str, Any]) -> list[str]:
     prof = pr.get("profile", {}) if not failed(pr) else {}
     cats = dict(prof.get("categories", []))
     stages = dict(prof.get("stages", []))
+    cpu = pr.get("cpu", {}) if not failed(pr) else {}
+    c = r.get("calls_bench", {}) if not failed(r.get("calls_bench", {})) else {}
 
     def share(table: dict[str, float], prefix: str) -> str:
         for key, value in table.items():
@@ -647,68 +675,94 @@ def findings(r: dict[str, Any]) -> list[str]:
                 return f"{value:.0f}%"
         return "n/a"
 
-    c = r.get("calls_bench", {})
-    gain = ""
-    if not failed(c) and "patchbay-pipe" in c:
-        p, v = c["patchbay"], c["patchbay-pipe"]
-        gain = (
-            f" In this run it took the median from {p['median_ms']:.2f} to {v['median_ms']:.2f} ms and the "
-            f"throughput from {p['throughput']:.0f} to {v['throughput']:.0f} calls/s."
+    def versus(variant: str) -> str:
+        """How the committed proxy compares with a variant, in this run."""
+        if variant not in c or "patchbay" not in c:
+            return "not measured in this run"
+        p, v = c["patchbay"], c[variant]
+        text = (
+            f"median {v['median_ms']:.2f} ms → {p['median_ms']:.2f} ms as committed, throughput "
+            f"{v['throughput']:.0f} → {p['throughput']:.0f} calls/s"
         )
-    cpu = pr.get("cpu", {}) if not failed(pr) else {}
-    cpu_gain = ""
-    if cpu:
-        cpu_gain = f" (proxy CPU per call {cpu['proxy']:.3f} → {cpu['variant_proxy']:.3f} ms)"
+        if f"{variant}_proxy" in cpu:
+            text += f", proxy CPU per call {cpu[f'{variant}_proxy']:.3f} → {cpu['proxy']:.3f} ms"
+        return text
+
+    def gain(variant: str) -> str:
+        if variant not in c or "patchbay" not in c:
+            return "not measured in this run"
+        p, v = c["patchbay"], c[variant]
+        text = (
+            f"in this run {p['median_ms']:.2f} → {v['median_ms']:.2f} ms median, "
+            f"{p['throughput']:.0f} → {v['throughput']:.0f} calls/s"
+        )
+        if f"{variant}_proxy" in cpu:
+            text += f", proxy CPU per call {cpu['proxy']:.3f} → {cpu[f'{variant}_proxy']:.3f} ms"
+        return text
+
     return [
         "### Findings",
         "",
-        f"- **Thread hand-offs at the downstream edge are the largest single cost.** The SDK's "
-        "`mcp.server.stdio.stdio_server` reads stdin through `anyio.wrap_file`: every line read is a round "
-        "trip to a worker thread, and every message written is two more (`write`, then `flush`). Waking those "
-        f"threads (`Queue.put` → `Condition.notify`, the loop's self-pipe) is {share(cats, 'thread')} of the "
-        f"proxy's GIL time, and the writer alone is {share(stages, 'downstream write')} inclusive. The proxy's "
-        "own upstream side (`mcp_patchbay.stdio`) already uses non-blocking pipes and costs far less "
-        f"({share(stages, 'upstream write')} write, {share(stages, 'upstream read')} read).",
-        f"- **anyio/asyncio machinery** (task steps, cancel scopes, memory-object streams, checkpoints) is "
-        f"{share(cats, 'anyio')} of self time: every message crosses several zero-buffer memory streams "
-        "(stdio reader → SDK dispatcher → handler task, and back), each a task switch, and the SDK opens a "
-        "cancel scope per outgoing request (`request_clock`).",
-        f"- **pydantic is small now**: {share(cats, 'pydantic')} of self time (the tools/call fast path passes "
-        "arguments and results as plain JSON values; what remains is the SDK parsing each incoming line into a "
+        "- **The thread hand-offs at the client's side are gone.** The SDK's `stdio_server` read stdin through "
+        "`anyio.wrap_file` (a worker-thread round trip per line, two per message written); in earlier runs of "
+        "this benchmark waking those threads was a quarter of the proxy's GIL time. `mcp_patchbay.downstream` "
+        "(commit c13a2d7) serves fds 0/1 as event-loop pipes; the `sdk-stdio` experiment puts the old transport "
+        f"back: {versus('sdk-stdio')}. Its read and write are now {share(stages, 'downstream read')} and "
+        f"{share(stages, 'downstream write')} of the proxy's GIL time (inclusive).",
+        f"- **What is left is mostly the event loop's own work**: anyio/asyncio machinery is "
+        f"{share(cats, 'anyio')} of self time (task steps, cancel scopes, zero-buffer memory-object streams, "
+        "checkpoints). A proxied call is a chain of task switches: downstream reader task → SDK dispatcher → a "
+        "new handler task per request (`JSONRPCDispatcher._spawn`) → our policy chain → the upstream "
+        "dispatcher → our `write_stdin` task → pipe; and back through our `read_stdout` task → dispatcher → "
+        "the handler → our `write_stdout` task. Each zero-buffer `send` is a hand-over to another task.",
+        f"- **The SDK's OpenTelemetry spans** cost {share(stages, 'OpenTelemetry')} of the proxy's GIL time "
+        "(inclusive) with no exporter installed: a SERVER span per request from `OpenTelemetryMiddleware` and "
+        "a CLIENT span per upstream request in `JSONRPCDispatcher.send_raw_request` (context attach/detach, "
+        "attribute dicts, W3C context injection).",
+        f"- **pydantic is small**: {share(cats, 'pydantic')} of self time (the tools/call fast path passes "
+        "arguments and results as plain JSON values; what remains is parsing each incoming line into a "
         "`JSONRPCMessage` on both edges and dumping each outgoing one). Our own code (`src/mcp_patchbay`) is "
-        f"{share(cats, 'mcp-patchbay')} of self time; the SDK's dispatcher/runner {share(cats, 'MCP SDK')}.",
+        f"{share(cats, 'mcp-patchbay')} of self time; the SDK's dispatcher and runner {share(cats, 'MCP SDK')}.",
         "",
-        "### What would take it further (suggested changes, largest first)",
+        "### What would take it further (suggested changes, largest expected gain first)",
         "",
-        "1. **Serve the client's stdio without threads** — `cli._serve`: replace "
-        "`mcp.server.stdio.stdio_server()` with a transport in `mcp_patchbay/stdio.py` built like "
-        "`pipe_stdio_server` in `scripts/bench_stdio_variant.py`: duplicate fds 0/1, point 0 at /dev/null and "
-        "1 at stderr (the SDK's protection of the wire), set the duplicates non-blocking, read with "
-        "`os.read` + `anyio.wait_readable`, split lines per chunk, write with `os.write` + "
-        "`anyio.wait_writable`; keep the SDK's version on Windows. Expected: the thread hand-off share above "
-        "goes away" + cpu_gain + "." + gain,
-        "2. **Coalesce writes** — in that new writer and in `stdio.stdio_transport.write_stdin`: after "
-        "receiving one message, drain the stream with `receive_nowait()` until `WouldBlock` and write all "
-        "lines with one `os.write`/`send`. Under 50 concurrent callers this turns many small pipe writes "
-        "(one syscall and one reader wake-up on the other side each) into a few; expected a few percent of "
-        "throughput, nothing for sequential latency.",
-        "3. **Bulkhead fast path without a checkpoint** — `policies.with_bulkhead`: when "
+        "1. **Spawn the upstreams before the heavy imports** (startup). The timeline above shows the upstream "
+        "process appearing only once the proxy has imported everything and answers `initialize` (the wait for "
+        "the client's hello in `Upstream.run` costs nothing: the client's `initialize` is already waiting). In "
+        "`cli.main`, right after `load_config` and before `_serve` imports `mcp_patchbay.server` (and with it "
+        "the SDK's server and client packages), spawn each enabled stdio upstream (`subprocess.Popen` with "
+        "pipes and `start_new_session=True`, as `stdio._spawn` does) and let `stdio.stdio_transport` adopt "
+        "that process for the upstream's first connection instead of spawning (restarts spawn as today; the "
+        "upstream's `initialize` still waits for the client's capabilities). The upstream's interpreter start "
+        "and imports then run on the second core while the proxy imports. Expected: the one-upstream startup "
+        "drops from about proxy-alone + upstream toward the larger of the two, by up to the upstream's own "
+        "start time. It is the only change here that can bring that ratio near 1.2x: the proxy's own "
+        "interpreter start and SDK import are as heavy as a minimal upstream's.",
+        "2. **Drop the SDK's OpenTelemetry middleware** — `server.Proxy._build_server`: remove the "
+        "`OpenTelemetryMiddleware` instance from `server.middleware` (the SDK's documented opt-out), unless "
+        "tracing is asked for (an env var or setting). Measured with the `no-otel` experiment: "
+        f"{gain('no-otel')}. The CLIENT span per upstream request sits inside the SDK's "
+        "`JSONRPCDispatcher.send_raw_request` and has no opt-out; `upstream.send_raw` could only avoid it by "
+        "writing the request itself, which is not worth the coupling.",
+        "3. **Fewer task hand-offs per message** — (a) `stdio.stdio_transport` and `downstream.stdio_streams` "
+        "give the SDK a zero-buffer memory stream for writing, drained by a `write_stdin`/`write_stdout` task: "
+        "pass instead a small object with `async send(message)` (dump + `process.stdin.send` / "
+        "`writer.write` + `drain`), `aclose()` and `__aenter__`/`__aexit__`, which is all "
+        "`JSONRPCDispatcher` uses (`async with write_stream`, `write_stream.send`): one task switch less per "
+        "message on each edge, two per call. (b) Give the read side a small buffer "
+        "(`create_memory_object_stream(16)` in both transports) so a reader that got several lines in one "
+        "chunk hands them over without waiting for the dispatcher each time. Not measured here; expected a "
+        "modest gain in throughput under concurrency (the event-loop share above is where it would show).",
+        "4. **Bulkhead fast path without a checkpoint** — `policies.with_bulkhead`: when "
         "`semaphore.value > 0`, call `semaphore.acquire_nowait()` and release in `finally` instead of "
         "`async with semaphore` (anyio's `acquire` runs `checkpoint_if_cancelled` and a shielded "
-        "`cancel_shielded_checkpoint`: an extra task switch and a cancel scope per call). Small (about 1-2% of "
-        "proxy CPU) but free.",
-        "4. **Start upstream processes without waiting for the client** — `upstream.Upstream.run` awaits "
-        "`wait_for_client()` before `_connect_and_serve`, so spawning waits for the client's first request. "
-        "Only the upstream's `initialize` needs the client's capabilities: spawn the process (`_open_link`) "
-        "first and wait for the client just before `session.initialize()`. The upstream's interpreter start "
-        "and imports then overlap the proxy's own handshake instead of following it; expected for one "
-        "upstream roughly the proxy's `initialize` time saved from the spawn-to-tools/list figure.",
+        "`cancel_shielded_checkpoint`: an extra task switch and a cancel scope per call). Small but free.",
         "5. **Import less at start** — `catalog`/`arguments` import `jsonschema`, `naming` imports "
         "`rapidfuzz`, `upstream` imports `httpx2` and the SDK's SSE and streamable-HTTP clients: all can be "
         "imported on first use (jsonschema when a tool with a schema is first checked, rapidfuzz on the first "
         "unknown name, the HTTP stack only for remote upstreams). The SDK's own `mcp.server` import (which "
-        "pulls in `mcp.client` and `MCPServer`) dominates and is not ours to change. Expected: the difference "
-        "between the two import rows above, at most.",
+        "pulls in `mcp.client` and `MCPServer`) dominates and is not ours to change. Expected: at most the "
+        "difference between the two import rows above.",
         "",
     ]
 
@@ -777,8 +831,8 @@ def commands_section(doc: Doc, r: dict[str, Any], command: str) -> None:
         " ".join(proxy_command(Path(config))).replace(str(ROOT) + "/", ""),
         "# FastMCP:",
         " ".join(fastmcp_command(Path(config))).replace(str(ROOT) + "/", ""),
-        "# thread-free stdio experiment:",
-        f".venv/bin/python scripts/bench_stdio_variant.py --config {config} --log-level WARNING",
+        "# experiments (sdk-stdio, no-otel):",
+        f".venv/bin/python scripts/bench_variant.py --variant no-otel --config {config} --log-level WARNING",
         "```",
         "",
         "Time per part (s): " + ", ".join(f"{k} {v:.0f}" for k, v in r.get("timings", {}).items()) + ".",

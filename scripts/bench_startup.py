@@ -15,7 +15,9 @@ Scenarios, each measured ``--reps`` times with the sides alternating:
   before it connects the upstream).
 
 Every bench_server writes its pid to a spawn log, so the result also says how many
-upstream processes each side started for one measurement.
+upstream processes each side started for one measurement. ``timeline`` shows where the
+proxy's one-upstream startup goes: when, after the proxy's spawn, it answers
+``initialize``, when its upstream process appears, and when ``tools/list`` is answered.
 
 The clock runs from just before the spawn until the last ``tools/list`` (or ``initialize``)
 answer; shutting down is not counted.
@@ -33,13 +35,16 @@ import anyio
 from bench_common import (
     WORK,
     bench_server_entry,
+    children_of,
     client,
     direct_params,
     fastmcp_available,
     fastmcp_params,
     log,
     median,
+    proxy_command,
     proxy_params,
+    raw_process,
     write_config,
 )
 from mcp import StdioServerParameters
@@ -95,6 +100,37 @@ def spawned() -> int:
         return len(SPAWN_LOG.read_text().splitlines())
     except OSError:
         return 0
+
+
+async def _watch_child(pid: int, started: float, found: list[float]) -> None:
+    while not children_of(pid):
+        await anyio.sleep(0.002)
+    found.append(time.perf_counter() - started)
+
+
+async def timeline(reps: int) -> dict[str, float]:
+    """Milliseconds from the proxy's spawn to: initialize answered, upstream spawned, tools/list answered."""
+    config = write_config("startup-timeline", {"bench": bench_server_entry("bench")})
+    marks: dict[str, list[float]] = {
+        "initialize answered": [],
+        "upstream process spawned": [],
+        "tools/list answered": [],
+    }
+    for _ in range(reps):
+        started = time.perf_counter()
+        async with raw_process(proxy_command(config)) as session:
+            child: list[float] = []
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_child, session.pid, started, child)
+                await session.initialize()
+                marks["initialize answered"].append(time.perf_counter() - started)
+                await session.request("tools/list")
+                marks["tools/list answered"].append(time.perf_counter() - started)
+            marks["upstream process spawned"].append(child[0])
+    result = {k: median(v) * 1000 for k, v in marks.items()}
+    log("  startup timeline: " + ", ".join(f"{k} {v:.0f} ms" for k, v in result.items()))
+    return result
 
 
 def scenarios(with_fastmcp: bool) -> dict[str, dict[str, Measure]]:
@@ -157,6 +193,7 @@ async def run(reps: int, with_fastmcp: bool, slow_reps: int = 2) -> dict[str, di
             for label, values in samples.items()
         }
         log(f"  startup {name}: " + ", ".join(f"{k} {median(v):.0f} ms" for k, v in samples.items()))
+    results["timeline"] = await timeline(max(3, reps))
     return results
 
 
