@@ -225,9 +225,12 @@ def with_bulkhead(inner: Handler, bulkhead: Bulkhead) -> Handler:
 
     async def handle(call: ToolCall) -> RawResult:
         semaphore = bulkhead.semaphore
-        if semaphore.value > 0:  # fast path: no queue
-            async with semaphore:
+        if semaphore.value > 0:  # fast path: no queue, and no scheduler round trip to take a slot
+            semaphore.acquire_nowait()
+            try:
                 return await inner(call)
+            finally:
+                semaphore.release()
         if bulkhead.waiting >= bulkhead.queue:
             raise full(call, "the queue is full")
         bulkhead.waiting += 1
