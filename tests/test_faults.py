@@ -183,10 +183,9 @@ async def garbage_then_serves(rig: Rig) -> None:
 
 async def garbage_never_answers(rig: Rig) -> None:
     # tools/list is not held past startup_wait by a server that never answers.
-    listed_after = await _list_tools_after(rig)
-    assert listed_after < 2.0 + 1.5, listed_after
+    await _assert_list_not_held(rig, startup_wait=2.0)
     await rig.first_attempt("mute", within=10)
-    assert time.monotonic() - rig.started < 5.0 + 3.0  # bounded by connect_timeout
+    assert time.monotonic() - rig.started < 5.0 + 6.0  # bounded by connect_timeout (plus a loaded machine)
     info = (await rig.call("mute__echo", {}, within=3)).error
     assert info["code"] == "SERVER_UNAVAILABLE" and info["retryable"] is True
     assert "did not finish starting within 5s" in info["message"]
@@ -194,8 +193,7 @@ async def garbage_never_answers(rig: Rig) -> None:
 
 
 async def never_answers_ignoring_sigterm(rig: Rig) -> None:
-    listed_after = await _list_tools_after(rig)
-    assert listed_after < 2.0 + 1.5, listed_after
+    await _assert_list_not_held(rig, startup_wait=2.0)
     # The first attempt ends after connect_timeout (5 s) plus the stop: stdin closed (2 s grace),
     # SIGTERM ignored (2 s more), then SIGKILL.
     await rig.first_attempt("stubborn", within=5 + 4 + 3)
@@ -205,11 +203,19 @@ async def never_answers_ignoring_sigterm(rig: Rig) -> None:
     assert not alive(first.pid, first.start)  # killed, not abandoned
 
 
-async def _list_tools_after(rig: Rig) -> float:
+async def _assert_list_not_held(rig: Rig, startup_wait: float) -> None:
+    """Once the healthy server is up, tools/list answers within what is left of startup_wait.
+
+    Timed from the call, not from the proxy's start: on a loaded machine the healthy
+    server's own start can take seconds, and that is not what is being tested.
+    """
     await rig.ready(HEALTHY)
+    remaining = max(0.0, rig.started + startup_wait - time.monotonic())
+    began = time.monotonic()
     with anyio.fail_after(10):
         await rig.client.list_tools()
-    return time.monotonic() - rig.started
+    waited = time.monotonic() - began
+    assert waited < remaining + 1.0, (waited, remaining)
 
 
 async def crash_mid_call(rig: Rig) -> None:
@@ -368,8 +374,7 @@ async def restart_storm(rig: Rig) -> None:
 
 
 async def slow_start(rig: Rig) -> None:
-    listed_after = await _list_tools_after(rig)
-    assert listed_after < 1.0 + 1.5, listed_after
+    await _assert_list_not_held(rig, startup_wait=1.0)  # not held for the 4 s the late server sleeps
     early = await rig.call("late__echo", {"text": "x"}, within=3)
     if early.result.is_error:  # still starting: a retryable error that says so
         assert early.error["code"] == "SERVER_STARTING" and early.error["retryable"] is True
@@ -416,7 +421,7 @@ FAULTS = [
         never_answers_ignoring_sigterm,
         {"connect_timeout": 5, "startup_wait": 2, "restart_initial_delay": 10, "restart_max_delay": 10},
     ),
-    Fault("slow_start", fs("late", "--slow-start", "2"), slow_start, {"startup_wait": 1}),
+    Fault("slow_start", fs("late", "--slow-start", "4"), slow_start, {"startup_wait": 1}),
     Fault("crash_mid_call", fs("flaky"), crash_mid_call, {"restart_initial_delay": 0.5}),
     Fault(
         "hang_and_slow_call_time_out",
