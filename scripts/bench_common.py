@@ -35,6 +35,16 @@ EVERYTHING = str(
 FASTMCP = str(WORK / "fastmcp-venv" / "bin" / "fastmcp")
 
 
+PROXY_ENV: dict[str, str] = {}
+"""Extra environment for the proxy's processes (``PYTHONPATH`` when measuring a snapshot)."""
+
+
+def use_source(src: Path) -> None:
+    """Run the proxy from ``src`` (a snapshot of ``src/``) instead of the editable install."""
+    PROXY_ENV["PYTHONPATH"] = str(src)
+    os.environ["PYTHONPATH"] = str(src)  # processes started without an explicit environment
+
+
 @functools.cache
 def errlog() -> TextIO:
     """Where the stderr of every process the benchmarks start goes (kept out of the report)."""
@@ -81,11 +91,11 @@ def proxy_command(config: Path) -> list[str]:
 
 def proxy_params(config: Path) -> StdioServerParameters:
     command = proxy_command(config)
-    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT), env=dict(PROXY_ENV) or None)
 
 
-VARIANTS = ("sdk-stdio", "no-otel")
-"""The experiments of ``bench_variant.py``."""
+VARIANTS = ["sdk-stdio", "no-otel"]
+"""The experiments of ``bench_variant.py`` that the benchmarks run (``bench_report`` narrows it)."""
 
 
 def variant_command(variant: str, config: Path) -> list[str]:
@@ -96,7 +106,7 @@ def variant_command(variant: str, config: Path) -> list[str]:
 
 def variant_params(variant: str, config: Path) -> StdioServerParameters:
     command = variant_command(variant, config)
-    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT), env=dict(PROXY_ENV) or None)
 
 
 def fastmcp_command(config: Path) -> list[str]:
