@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 import warnings
@@ -23,6 +24,7 @@ import anyio
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import Config, ConfigError, load_config
+from mcp_patchbay.spawn import discard, prespawn
 
 logger = logging.getLogger("mcp_patchbay")
 
@@ -78,17 +80,24 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("server '%s' will not start: %s", entry.name, entry.problem)
     if args.command == "check":
         return anyio.run(_check, config, args.json)
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(_serve, config)
+    # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
+    # their boot then runs beside ours. The handshake still waits for the client.
+    prespawned = prespawn(config.servers)
+    started = dict(prespawned)  # the proxy takes them from the first; this one is for the last word
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(_serve, config, prespawned)
+    finally:
+        discard(started)  # normally all stopped already; never leave one behind
     return 0
 
 
-async def _serve(config: Config) -> None:
+async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]]) -> None:
     from mcp_patchbay.downstream import stdio_streams
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
-    proxy = Proxy(config)
+    proxy = Proxy(config, prespawned=prespawned)
     logger.info("mcp-patchbay %s serving %d servers from %s", __version__, len(config.servers), config.path)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import time
 from typing import Any, cast
 
@@ -91,14 +92,26 @@ class _ProxyServer(Server[Any]):
 class Proxy:
     """The proxy for one client connection (stdio serves exactly one)."""
 
-    def __init__(self, config: Config, *, connector: Connector | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        connector: Connector | None = None,
+        prespawned: dict[str, subprocess.Popen[bytes]] | None = None,
+    ) -> None:
         self.config = config
         self.settings = config.settings
         self._session: ServerSession | None = None
         self._client_caps: types.ClientCapabilities | None = None
         self._client_hello = anyio.Event()
         self._listed_tools = False
-        self.supervisor = Supervisor(config, downstream=self, wait_for_client=self._await_client, connector=connector)
+        self.supervisor = Supervisor(
+            config,
+            downstream=self,
+            wait_for_client=self._await_client,
+            connector=connector,
+            prespawned=prespawned or {},
+        )
         self.supervisor.listeners.append(self._on_catalog_change)
         self.supervisor.ready_listeners.append(self._on_upstream_ready)
         self._log_level: types.LoggingLevel | None = None

@@ -15,10 +15,10 @@ Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command looku
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +26,6 @@ from collections import deque
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -34,6 +33,8 @@ import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+
+from mcp_patchbay.spawn import child_environment, resolve_command
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +79,6 @@ ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
 
 
-def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {**os.environ, **(extra or {})}
-
-
 @asynccontextmanager
 async def stdio_transport(
     server: str,
@@ -89,18 +86,23 @@ async def stdio_transport(
     args: Sequence[str],
     env: Mapping[str, str] | None,
     cwd: str | None,
+    *,
+    adopt: subprocess.Popen[bytes] | None = None,
 ) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch], None]:
-    """Spawn ``command`` and yield (read stream, write stream, process watch).
+    """Spawn ``command`` (or take over ``adopt``, started by ``spawn.prespawn``) and yield
+    (read stream, write stream, process watch).
 
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
     The read stream ends as soon as the process's stdout closes, so every request
     pending on it fails at once instead of waiting for a timeout.
     """
-    full_env = child_environment(env)
-    if cwd is not None and not await anyio.Path(cwd).is_dir():
-        # Otherwise the OS says FileNotFoundError, which reads as a missing command.
-        raise NotADirectoryError(f"working directory does not exist: {cwd}")
-    process = await _spawn(command, list(args), full_env, cwd)
+    if adopt is not None:
+        process: Any = await _AdoptedProcess.take(adopt)
+    else:
+        if cwd is not None and not await anyio.Path(cwd).is_dir():
+            # Otherwise the OS says FileNotFoundError, which reads as a missing command.
+            raise NotADirectoryError(f"working directory does not exist: {cwd}")
+        process = await _spawn(command, list(args), child_environment(env), cwd)
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)
     log.debug("spawned pid %d: %s %s", process.pid, command, redact(" ".join(args), watch.secrets))
@@ -195,18 +197,6 @@ def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> SessionMess
         return None
 
 
-def resolve_command(command: str, env: Mapping[str, str]) -> str:
-    """The command on the child's PATH, else beside our own interpreter.
-
-    The second place lets a config name tools installed in patchbay's own virtualenv
-    (``mcp-server-time``) without that virtualenv being activated by the client.
-    """
-    if Path(command).name != command:
-        return command
-    search = os.pathsep.join([env.get("PATH", os.defpath), str(Path(sys.executable).parent)])
-    return shutil.which(command, path=search) or command
-
-
 async def _spawn(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> anyio.abc.Process | Any:
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         from mcp.os.win32.utilities import create_windows_process, get_windows_executable_command
@@ -258,3 +248,70 @@ async def _exited(process: anyio.abc.Process | Any, timeout: float) -> bool:
         while process.returncode is None:
             await anyio.sleep(0.01)
     return process.returncode is not None
+
+
+class _PipeReader:
+    """An event-loop pipe as anyio's byte streams iterate: chunks until EOF."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _PipeReader:
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await self._reader.read(65536)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        self._reader.feed_eof()
+
+
+class _PipeWriter:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+
+class _AdoptedProcess:
+    """A prespawned ``subprocess.Popen`` with the face of anyio's ``Process``, on event-loop pipes."""
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], stdin: _PipeWriter, stdout: _PipeReader, stderr: _PipeReader
+    ) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @classmethod
+    async def take(cls, popen: subprocess.Popen[bytes]) -> _AdoptedProcess:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        loop = asyncio.get_running_loop()
+        readers: list[_PipeReader] = []
+        for pipe in (popen.stdout, popen.stderr):
+            reader = asyncio.StreamReader(limit=2**24)
+            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)
+            readers.append(_PipeReader(reader))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        return cls(popen, _PipeWriter(writer), readers[0], readers[1])
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        # Exit is seen at once through stdout's end; this only fetches the exit code.
+        while (code := self._popen.poll()) is None:
+            await anyio.sleep(0.05)
+        return code

@@ -12,6 +12,7 @@ changed ones restart, unchanged ones are not touched.
 from __future__ import annotations
 
 import logging
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import anyio.abc
 
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.config import Config, ServerEntry
+from mcp_patchbay.spawn import discard
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.upstream import Connector, Downstream, State, Upstream
 
@@ -37,6 +39,8 @@ class Supervisor:
     downstream: Downstream | None = None
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
+    prespawned: dict[str, subprocess.Popen[bytes]] = field(default_factory=lambda: dict[str, subprocess.Popen[bytes]]())
+    """Processes started before the SDK was imported (``spawn.prespawn``), by server name."""
 
     upstreams: dict[str, Upstream] = field(default_factory=lambda: dict[str, Upstream]())
     catalog: Catalog = field(default_factory=Catalog)
@@ -65,6 +69,7 @@ class Supervisor:
             self._rebuild()
             for entry in self.config.servers:
                 self._start(entry)
+            discard(self.prespawned)  # entries that no longer exist, or are not started
             tg.start_soon(self._watch_first_attempts)
             task_status.started()
             await anyio.sleep_forever()
@@ -81,6 +86,7 @@ class Supervisor:
             downstream=self.downstream,
             wait_for_client=self.wait_for_client,
             connector=self.connector,
+            prespawned=self.prespawned.pop(entry.name, None),
         )
         self.upstreams[entry.name] = upstream
         scope = anyio.CancelScope()

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import random
+import subprocess
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager, suppress
@@ -56,6 +57,7 @@ from mcp_patchbay.policies import (
     ToolCall,
     build_chain,
 )
+from mcp_patchbay.spawn import discard
 from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
 
 logger = logging.getLogger("mcp_patchbay.upstream")
@@ -152,6 +154,8 @@ class Upstream:
     downstream: Downstream | None = None
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
+    prespawned: subprocess.Popen[bytes] | None = None
+    """A process ``spawn.prespawn`` started for the first connection; restarts spawn anew."""
 
     state: State = State.STARTING
     listing: Listing = field(default_factory=Listing)
@@ -431,6 +435,9 @@ class Upstream:
             self.first_attempt_done.set()
 
     def stop(self) -> None:
+        if self.prespawned is not None:  # removed before its first connection
+            discard({self.name: self.prespawned})
+            self.prespawned = None
         self._stopping = True
         self.state = State.STOPPED
         self._lost.set()
@@ -522,7 +529,8 @@ class Upstream:
         if self.connector is not None:
             return self.connector(self.name, spec)
         if isinstance(spec, StdioSpec):
-            return _stdio_link(self.name, spec)
+            adopt, self.prespawned = self.prespawned, None
+            return _stdio_link(self.name, spec, adopt)
         return self._remote_link(spec)
 
     async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:
@@ -828,8 +836,10 @@ def _request_id(body: bytes) -> types.RequestId | None:
 
 
 @asynccontextmanager
-async def _stdio_link(name: str, spec: StdioSpec) -> AsyncGenerator[Link, None]:
-    async with stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd) as (read, write, watch):
+async def _stdio_link(
+    name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None
+) -> AsyncGenerator[Link, None]:
+    async with stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt) as (read, write, watch):
         yield Link(read, write, closed=watch.stdout_closed, watch=watch)
 
 
