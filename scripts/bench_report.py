@@ -576,8 +576,17 @@ def notes(r: dict[str, Any]) -> list[str]:
             f"- A proxied call is two stdio hops instead of one: the client's process, the proxy and the upstream "
             f"share two cores, so the proxy's CPU time per call (see the profile) is added to the latency and "
             f"taken from the throughput of the others. bench_server answers in {d['median_ms']:.2f} ms directly "
-            f"and {p['median_ms']:.2f} ms through the proxy; the difference, {p['median_ms'] - d['median_ms']:.2f} "
-            "ms, is the proxy's cost per call."
+            f"and {p['median_ms']:.2f} ms through the proxy: the proxy adds {p['median_ms'] - d['median_ms']:.2f} "
+            "ms per call."
+        )
+    pr_cpu = r.get("profile", {}).get("cpu") if not failed(r.get("profile", {})) else None
+    if not failed(c) and "direct" in c and pr_cpu:
+        added = c["patchbay"]["median_ms"] - c["direct"]["median_ms"]
+        out.append(
+            f"- The added latency ({added:.2f} ms) is {added / pr_cpu['proxy']:.1f}x the proxy's CPU time per call "
+            f"({pr_cpu['proxy']:.3f} ms): the rest is waiting, two more pipe hops and process wake-ups per call, "
+            "on two cores that the client, the proxy, the upstream and the machine's other work share (see the "
+            "load average above). Sequential latency is the figure that suffers most from a busy neighbour."
         )
     e = r.get("calls_everything", {})
     if not failed(e) and "direct" in e:
@@ -606,11 +615,20 @@ def notes(r: dict[str, Any]) -> list[str]:
             text += (
                 f" Timeline of a one-upstream start, from the proxy's spawn: `initialize` answered at "
                 f"{values[0]:.0f} ms, the upstream process spawned at {values[1]:.0f} ms, `tools/list` answered at "
-                f"{values[2]:.0f} ms. The upstream is spawned only once the proxy has imported everything and "
-                "is serving, so its own start (interpreter, imports, handshake) follows the proxy's instead of "
-                "running beside it on the second core: a one-upstream startup costs about the sum of both. With "
-                "ten upstreams the ten starts dominate and overlap the proxy's, so the ratio is close to 1."
+                f"{values[2]:.0f} ms."
             )
+            if values[1] < values[0] * 0.6:
+                text += (
+                    " The upstream is spawned before the proxy's heavy imports, so its own start runs beside "
+                    "the proxy's on the second core."
+                )
+            else:
+                text += (
+                    " The upstream is spawned only once the proxy has imported everything and is serving, so its "
+                    "own start (interpreter, imports, handshake) follows the proxy's instead of running beside it "
+                    "on the second core: a one-upstream startup costs about the sum of both."
+                )
+            text += " With ten upstreams the ten starts dominate and overlap the proxy's, so the ratio is near 1."
         out.append(text)
     mem = r.get("memory", {})
     if not failed(mem) and "calls_per_second" in mem:
@@ -649,15 +667,19 @@ def variant_section(doc: Doc, r: dict[str, Any]) -> None:
     if not variants:
         return
     d, p = c["direct"], c["patchbay"]
+    explain = {
+        "sdk-stdio": "`sdk-stdio` serves the client's side with the SDK's threaded `stdio_server` (one worker-thread "
+        "round trip per line read and two per message written), as the proxy did before it had its own transport "
+        "(`mcp_patchbay.downstream`), so it shows what that change bought",
+        "no-otel": "`no-otel` drops the SDK's `OpenTelemetryMiddleware` from the proxy's `Server.middleware` (a span "
+        "per request, opened even though no exporter is installed)",
+    }
     doc(
         "### Experiments: the same proxy with one thing changed",
         "",
-        "`scripts/bench_variant.py` runs the proxy with one change, measured in the same alternating batches as",
-        "the table above (bench_server `echo`): `sdk-stdio` serves the client's side with the SDK's threaded",
-        "`stdio_server` (one worker-thread round trip per line read and two per message written), as the proxy",
-        "did before it had its own transport (`mcp_patchbay.downstream`), so it shows what that change bought;",
-        "`no-otel` drops the SDK's `OpenTelemetryMiddleware` from the proxy's `Server.middleware` (a span per",
-        "request, opened even though no exporter is installed).",
+        "`scripts/bench_variant.py` runs the proxy with one change, measured in the same alternating batches as "
+        "the table above (bench_server `echo`): " + "; ".join(explain[v] for v in variants) + ". (An experiment "
+        "whose change the measured code already contains is not run.)",
         "",
     )
 
@@ -987,6 +1009,9 @@ def commands_section(doc: Doc, r: dict[str, Any], command: str) -> None:
         "# experiments (sdk-stdio, no-otel):",
         f".venv/bin/python scripts/bench_variant.py --variant no-otel --config {config} --log-level WARNING",
         "```",
+        "",
+        "With `--commit REV` the proxy's processes (and `bench_naming.py`) run from `.bench/snapshot/`, "
+        "unpacked from `git archive REV src scripts/bench_naming.py`, with `PYTHONPATH=.bench/snapshot/src`.",
         "",
         "Time per part (s): " + ", ".join(f"{k} {v:.0f}" for k, v in r.get("timings", {}).items()) + ".",
         "",
