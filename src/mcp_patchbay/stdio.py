@@ -6,6 +6,8 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
 - the process handle, so a death is seen at once and reported with its exit code;
 - the last lines of the server's stderr, kept for the log when it dies early;
 - lines on stdout that are not JSON-RPC are logged as garbage, never fatal;
+- a ``RawCalls`` table that sees every line first: tool calls skip the SDK's session
+  (``rawcalls``), everything else goes to it as usual;
 - the child's environment is the proxy's own plus the entry's ``env``
   (users expect the variables they gave the proxy to reach their servers).
 
@@ -16,6 +18,7 @@ Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command looku
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -34,7 +37,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from mcp_patchbay.spawn import child_environment, resolve_command
+from mcp_patchbay.rawcalls import RawCalls
+from mcp_patchbay.spawn import child_environment, popen
 
 logger = logging.getLogger(__name__)
 
@@ -88,13 +92,13 @@ async def stdio_transport(
     cwd: str | None,
     *,
     adopt: subprocess.Popen[bytes] | None = None,
-) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch], None]:
+) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch, RawCalls | None], None]:
     """Spawn ``command`` (or take over ``adopt``, started by ``spawn.prespawn``) and yield
-    (read stream, write stream, process watch).
+    (read stream, write stream, process watch, raw calls; the last is None on Windows).
 
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
     The read stream ends as soon as the process's stdout closes, so every request
-    pending on it fails at once instead of waiting for a timeout.
+    pending on it (raw calls included) fails at once instead of waiting for a timeout.
     """
     if adopt is not None:
         process: Any = await _AdoptedProcess.take(adopt)
@@ -102,7 +106,8 @@ async def stdio_transport(
         if cwd is not None and not await anyio.Path(cwd).is_dir():
             # Otherwise the OS says FileNotFoundError, which reads as a missing command.
             raise NotADirectoryError(f"working directory does not exist: {cwd}")
-        process = await _spawn(command, list(args), child_environment(env), cwd)
+        process = await _spawn(command, list(args), env, cwd)
+    raw = RawCalls(process.stdin.writer) if isinstance(process, _AdoptedProcess) else None
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)
     log.debug("spawned pid %d: %s %s", process.pid, command, redact(" ".join(args), watch.secrets))
@@ -121,12 +126,17 @@ async def stdio_transport(
                         continue
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
-                        message = _parse(line, watch, log)
+                        value = _parse(line, watch, log)
+                        if value is None or (raw is not None and await raw.take(value)):
+                            continue
+                        message = _validate(value, line, watch, log)
                         if message is not None:
                             await read_writer.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass
         finally:
+            if raw is not None:
+                raw.close()
             watch.stdout_closed.set()
             # Keep draining so a server flushing output can still exit.
             with anyio.CancelScope(shield=True), suppress(Exception):
@@ -170,7 +180,7 @@ async def stdio_transport(
         tg.start_soon(write_stdin)
         tg.start_soon(wait_exit)
         try:
-            yield read_stream, write_stream, watch
+            yield read_stream, write_stream, watch, raw
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process, watch)
@@ -179,39 +189,50 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
-def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> SessionMessage | None:
+def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> dict[str, Any] | None:
+    """A line of the server's stdout as a JSON object; None (and a log line) for anything else."""
     stripped = line.strip()
     if not stripped:
         return None
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(stripped, by_name=False))
+        value = json.loads(stripped)
     except ValueError:
-        watch.garbage_lines += 1
-        level = logging.WARNING if watch.garbage_lines <= 5 else logging.DEBUG
-        log.log(
-            level,
-            "wrote a line to stdout that is not JSON-RPC (stdout must carry only the protocol; "
-            "log to stderr instead): %.200r",
-            redact(stripped.decode("utf-8", "replace"), watch.secrets),
-        )
+        value = None
+    if isinstance(value, dict):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    _garbage(stripped, watch, log)
+    return None
+
+
+def _validate(value: dict[str, Any], line: bytes, watch: ProcessWatch, log: logging.Logger) -> SessionMessage | None:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+    except ValueError:
+        _garbage(line.strip(), watch, log)
         return None
 
 
-async def _spawn(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> anyio.abc.Process | Any:
+def _garbage(line: bytes, watch: ProcessWatch, log: logging.Logger) -> None:
+    watch.garbage_lines += 1
+    level = logging.WARNING if watch.garbage_lines <= 5 else logging.DEBUG
+    log.log(
+        level,
+        "wrote a line to stdout that is not JSON-RPC (stdout must carry only the protocol; "
+        "log to stderr instead): %.200r",
+        redact(line.decode("utf-8", "replace"), watch.secrets),
+    )
+
+
+async def _spawn(
+    command: str, args: list[str], env: Mapping[str, str] | None, cwd: str | None
+) -> _AdoptedProcess | Any:
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         from mcp.os.win32.utilities import create_windows_process, get_windows_executable_command
 
         resolved = await anyio.to_thread.run_sync(get_windows_executable_command, command)
-        return await create_windows_process(resolved, args, env, sys.stderr, cwd)
-    return await anyio.open_process(
-        [resolve_command(command, env), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+        return await create_windows_process(resolved, args, child_environment(env), sys.stderr, cwd)
+    # The same event-loop pipes as a prespawned process: the raw lane writes to them directly.
+    return await _AdoptedProcess.take(popen(command, args, env, cwd))
 
 
 async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
@@ -271,18 +292,19 @@ class _PipeReader:
 
 class _PipeWriter:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
+        self.writer = writer
 
     async def send(self, data: bytes) -> None:
-        self._writer.write(data)
-        await self._writer.drain()
+        self.writer.write(data)
+        await self.writer.drain()
 
     async def aclose(self) -> None:
-        self._writer.close()
+        self.writer.close()
 
 
 class _AdoptedProcess:
-    """A prespawned ``subprocess.Popen`` with the face of anyio's ``Process``, on event-loop pipes."""
+    """A ``subprocess.Popen`` (prespawned, or spawned by ``_spawn``) with the face of anyio's
+    ``Process``, on event-loop pipes."""
 
     def __init__(
         self, popen: subprocess.Popen[bytes], stdin: _PipeWriter, stdout: _PipeReader, stderr: _PipeReader

@@ -57,6 +57,7 @@ from mcp_patchbay.policies import (
     ToolCall,
     build_chain,
 )
+from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.spawn import discard
 from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
 
@@ -80,6 +81,8 @@ class Link:
     closed: anyio.Event | None = None
     """Set when the transport ended on its own (a stdio server's stdout closed)."""
     watch: ProcessWatch | None = None
+    raw: RawCalls | None = None
+    """Where the transport offers it: tool calls past the SDK's session (``rawcalls``)."""
 
 
 Connector = Callable[[str, "StdioSpec | RemoteSpec"], AbstractAsyncContextManager[Link]]
@@ -168,6 +171,7 @@ class Upstream:
     first_attempt_done: anyio.Event = field(default_factory=anyio.Event)
 
     _session: ClientSession | None = None
+    _raw: RawCalls | None = None
     _ready: anyio.Event = field(default_factory=anyio.Event)
     _lost: anyio.Event = field(default_factory=anyio.Event)
     _http: HttpStatusMemo = field(default_factory=HttpStatusMemo)
@@ -274,9 +278,10 @@ class Upstream:
                 await self._ready.wait()
         return self._session is not None
 
-    def _set_session(self, session: ClientSession | None) -> None:
+    def _set_session(self, session: ClientSession | None, raw: RawCalls | None = None) -> None:
         """Keep the invariant that ``_ready`` is set exactly while there is a session."""
         self._session = session
+        self._raw = raw if session is not None else None
         if session is not None:
             self._ready.set()
         elif self._ready.is_set():
@@ -293,6 +298,7 @@ class Upstream:
             session = self._session
         if session is None:
             raise self.unavailable_error()
+        raw = self._raw
         lost = self._lost  # this connection's: a late failure must not end the next one
         deadline = call.deadline
         on_progress = call.on_progress
@@ -309,7 +315,10 @@ class Upstream:
             params["_meta"] = dict(call.meta)
         self._deadlines.add(deadline)
         try:
-            result = await send_raw(session, "tools/call", params, progress)
+            if raw is not None:
+                result = await raw.request("tools/call", params, progress)
+            else:
+                result = await send_raw(session, "tools/call", params, progress)
         except Exception as exc:
             raise self._failure(exc, call.tool, lost) from exc
         finally:
@@ -483,7 +492,7 @@ class Upstream:
                 startup.deadline = math.inf
                 previous = self.listing
                 self.listing = listing
-                self._set_session(session)
+                self._set_session(session, link.raw)
                 self.error = None
                 self.state = State.READY
                 self.ready_since = time.monotonic()
@@ -839,8 +848,9 @@ def _request_id(body: bytes) -> types.RequestId | None:
 async def _stdio_link(
     name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None
 ) -> AsyncGenerator[Link, None]:
-    async with stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt) as (read, write, watch):
-        yield Link(read, write, closed=watch.stdout_closed, watch=watch)
+    transport = stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt)
+    async with transport as (read, write, watch, raw):
+        yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
 
 
 __all__ = ["Downstream", "Listing", "State", "Upstream"]
