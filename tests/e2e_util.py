@@ -32,6 +32,7 @@ from mcp import Client
 from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.server import Proxy
 from mcp_patchbay.upstream import Upstream
+from tests.harness import proxy_transport
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
@@ -293,7 +294,7 @@ async def proxy_rig(
             async with anyio.create_task_group() as tg:
                 await tg.start(proxy.run)
                 try:
-                    async with Client(proxy.server, mode=mode, cache=None) as client:  # pyright: ignore[reportArgumentType]
+                    async with Client(proxy_transport(proxy), mode=mode, cache=None) as client:  # pyright: ignore[reportArgumentType]
                         yield Rig(proxy, client, log, tmp, time.monotonic(), ProcessRecord(tmp / "processes.jsonl"))
                 finally:
                     tg.cancel_scope.cancel()

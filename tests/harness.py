@@ -168,9 +168,22 @@ async def running_proxy(config: Config, upstreams: MemoryUpstreams) -> AsyncIter
 
 
 @asynccontextmanager
+async def proxy_transport(proxy: Proxy) -> AsyncIterator[Any]:
+    """A client ``Transport`` to a running proxy over memory streams, through the same
+    ``Proxy.serve_client`` (tool-call lane included) that stdio clients get."""
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(proxy.serve_client, *server_streams)
+            try:
+                yield client_streams
+            finally:
+                tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
 async def connected(
     config: Config, upstreams: MemoryUpstreams, *, mode: str = "legacy", **client_kwargs: Any
 ) -> AsyncIterator[tuple[Proxy, Client]]:
     async with running_proxy(config, upstreams) as proxy:
-        async with Client(proxy.server, mode=mode, cache=None, **client_kwargs) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(proxy_transport(proxy), mode=mode, cache=None, **client_kwargs) as client:  # pyright: ignore[reportArgumentType]
             yield proxy, client

@@ -17,6 +17,7 @@ from tests.harness import (
     connected,
     error_info,
     make_server,
+    proxy_transport,
     result_text,
     text,
 )
@@ -413,7 +414,7 @@ async def test_missing_working_directory_is_named_as_such(tmp_path: Any) -> None
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             await tg.start(proxy.run)
-            async with Client(proxy.server, mode="legacy", cache=None) as client:
+            async with Client(proxy_transport(proxy), mode="legacy", cache=None) as client:  # pyright: ignore[reportArgumentType]
                 result = await client.call_tool("ghost__anything", {})
             tg.cancel_scope.cancel()
     assert error_info(result)["code"] == "SERVER_UNAVAILABLE"

@@ -8,6 +8,12 @@ no thread. Like the SDK, the descriptors are claimed first: fd 0 then reads
 /dev/null and fd 1 writes to stderr, so nothing a library or child prints can reach
 the wire. Where event-loop pipes cannot serve (Windows, stdin redirected from a regular
 file), the SDK's transport is used unchanged.
+
+Beside the SDK's message streams runs a ``Wire``: every message read is first offered,
+as JSON values, to ``Wire.intercept`` (the proxy's ``lane.CallLane``), and what it takes
+never reaches the SDK; ``Wire.send`` writes JSON values back. Over our own pipes both are
+plain ``json`` on the line; ``message_wire`` gives SessionMessage streams (memory
+streams in tests, the SDK's threaded transport) the same face.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, cast
 
@@ -33,20 +39,43 @@ WriteStream = MemoryObjectSendStream[SessionMessage]
 LINE_LIMIT = 256 * 1024 * 1024
 """The longest line accepted from the client (a request with a large argument)."""
 
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def _take_nothing(message: dict[str, Any]) -> bool:
+    return False
+
+
+class Wire:
+    """Messages to and from the client as JSON values, past the SDK's session."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        """Write one message (a JSON-RPC object) to the client."""
+        self.intercept: Callable[[dict[str, Any]], bool] = _take_nothing
+        """Offered every message read; what it takes (returns True for) the SDK never sees."""
+
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream], None]:
-    """Yield (read, write) message streams over this process's stdin and stdout."""
+async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire | None], None]:
+    """Yield (read, write) message streams over this process's stdin and stdout, and the
+    ``Wire`` beside them (None where the SDK's transport serves: see ``message_wire``)."""
     pipes = await _open_pipes() if sys.platform != "win32" else None
     if pipes is None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as streams:
-            yield streams  # pyright: ignore[reportReturnType]
+        async with stdio_server() as (read, write):
+            yield read, write, None  # pyright: ignore[reportReturnType]
         return
     reader, writer, restore = pipes
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def send(message: dict[str, Any]) -> None:
+        writer.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        await writer.drain()
+
+    wire = Wire(send)
 
     async def read_stdin() -> None:
         async with read_writer:
@@ -61,10 +90,16 @@ async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream], None
                 if not line.strip():
                     continue
                 try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    value = json.loads(line)
+                except ValueError:
+                    value = _NOT_JSON
+                if isinstance(value, dict) and wire.intercept(cast("dict[str, Any]", value)):
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
                 except ValueError:
                     logger.warning("client sent a line that is not a JSON-RPC message: %.200r", line)
-                    writer.write(_invalid_line_answer(line))
+                    writer.write(_invalid_line_answer(value))
                     continue
                 await read_writer.send(SessionMessage(message))
 
@@ -80,7 +115,7 @@ async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream], None
             tg.start_soon(read_stdin)
             tg.start_soon(write_stdout)
             try:
-                yield read_stream, write_stream
+                yield read_stream, write_stream, wire
             finally:
                 tg.cancel_scope.cancel()
     finally:
@@ -89,12 +124,42 @@ async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream], None
         restore()
 
 
-def _invalid_line_answer(line: bytes) -> bytes:
+@asynccontextmanager
+async def message_wire(read: Any, write: Any) -> AsyncGenerator[tuple[ReadStream, Wire], None]:
+    """A ``Wire`` over SessionMessage streams: yields the read stream of what the wire's
+    ``intercept`` did not take, and the wire. (Memory streams in tests; the SDK's threaded
+    stdio transport where event-loop pipes cannot serve.)"""
+    forward, rest = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def send(message: dict[str, Any]) -> None:
+        await write.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False)))
+
+    wire = Wire(send)
+
+    async def pump() -> None:
+        async with forward:
+            async for item in read:
+                if isinstance(item, SessionMessage):
+                    value = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+                    if wire.intercept(value):
+                        continue
+                await forward.send(item)
+
+    async with anyio.create_task_group() as tg, rest:
+        tg.start_soon(pump)
+        try:
+            yield rest, wire
+        finally:
+            tg.cancel_scope.cancel()
+
+
+_NOT_JSON = object()
+
+
+def _invalid_line_answer(value: Any) -> bytes:
     """JSON-RPC's answer to a line that is not a message: a parse error (id null), or an
     invalid request naming the id when one can be read, so the client's request never hangs."""
-    try:
-        value = json.loads(line)
-    except ValueError:
+    if value is _NOT_JSON:
         return _error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
     request_id = cast("dict[str, Any]", value).get("id") if isinstance(value, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):

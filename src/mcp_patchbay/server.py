@@ -17,6 +17,7 @@ import json
 import logging
 import subprocess
 import time
+from contextlib import AsyncExitStack
 from typing import Any, cast
 
 import anyio
@@ -36,12 +37,12 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_patchbay import __version__
 from mcp_patchbay.catalog import CatalogTool, owner_of_uri
 from mcp_patchbay.config import Config
+from mcp_patchbay.downstream import Wire, message_wire
 from mcp_patchbay.errors import (
     ClientError,
     Code,
@@ -51,6 +52,7 @@ from mcp_patchbay.errors import (
     to_mcp_error,
     to_result,
 )
+from mcp_patchbay.lane import CallLane
 from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.policies import Deadline, ProgressFn, ToolCall
 from mcp_patchbay.supervisor import Supervisor
@@ -120,6 +122,7 @@ class Proxy:
         self._bus = InMemorySubscriptionBus()
         self._changes = anyio.Event()
         self.server = self._build_server()
+        self.lane = CallLane(self.run_tool)
 
     # --- wiring ---------------------------------------------------------------------------
 
@@ -160,14 +163,24 @@ class Proxy:
             tg.start_soon(self._send_changes)
             task_status.started()
 
-    async def serve(self, read_stream: Any, write_stream: Any) -> None:
-        """Serve one client over the given streams until it goes away."""
+    async def serve(self, read_stream: Any, write_stream: Any, wire: Wire | None = None) -> None:
+        """Serve one client over the given streams until it goes away (with ``run`` beside)."""
         async with anyio.create_task_group() as tg:
             await tg.start(self.run)
             try:
-                await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+                await self.serve_client(read_stream, write_stream, wire)
             finally:
                 tg.cancel_scope.cancel()
+
+    async def serve_client(self, read_stream: Any, write_stream: Any, wire: Wire | None = None) -> None:
+        """The client's side only: the SDK's server, and the tool-call lane on ``wire`` beside it
+        (given by our stdio transport; made here over the message streams otherwise)."""
+        async with AsyncExitStack() as stack:
+            if wire is None:
+                read_stream, wire = await stack.enter_async_context(message_wire(read_stream, write_stream))
+            await stack.enter_async_context(self.lane.serving(wire.send))
+            wire.intercept = self.lane.offer
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: learn who the client is from its first request."""
@@ -188,8 +201,6 @@ class Proxy:
             else:
                 self._client_caps = ctx.session.client_capabilities
             self._client_hello.set()
-        if ctx.method == "tools/call" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return await self._fast_call(ctx, call_next)
         return await call_next(ctx)
 
     async def _await_client(self) -> None:
@@ -238,29 +249,16 @@ class Proxy:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """The SDK's typed path: 2026-07-28 connections (their results are shaped by the SDK)."""
-        raw = await self._run_tool(ctx, params.name, params.arguments)
+        """The SDK's typed path: calls the lane does not take (2026-07-28 connections, calls
+        before the handshake ended). The lane (``lane.CallLane``) serves all others."""
+        raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx))
         return types.CallToolResult.model_validate(raw, by_name=False)
 
-    async def _fast_call(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """``tools/call`` on a handshake-era connection, as raw JSON values end to end.
-
-        Every client that launches us over stdio today (Claude Desktop and Code, Cursor, VS
-        Code) speaks the handshake era, where a tool result crosses the proxy unchanged. So
-        its call skips the SDK's pydantic round trips on both hops (request model, params
-        model, result model, result sieve): a third of a proxied call's cost. Malformed
-        params fall back to the SDK's path, which answers them with its usual JSON-RPC error.
-        """
-        params = ctx.params
-        name = params.get("name") if params is not None else None
-        arguments = params.get("arguments") if params is not None else None
-        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
-            return await call_next(ctx)
-        return await self._run_tool(ctx, name, cast("dict[str, Any] | None", arguments))
-
-    async def _run_tool(
-        self, ctx: ServerRequestContext[Any, Any], called: str, arguments: dict[str, Any] | None
+    async def run_tool(
+        self, called: str, arguments: dict[str, Any] | None, on_progress: ProgressFn | None = None
     ) -> dict[str, Any]:
+        """One tool call, whatever the way it came: the result as JSON values, an ``isError``
+        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError)."""
         started = time.monotonic()
         target = self.supervisor.catalog.by_exposed.get(called)
         server: str | None = None
@@ -289,7 +287,7 @@ class Proxy:
                         tool=target.upstream_name,
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
-            result = await upstream.chain(self._tool_call(ctx, upstream, target, arguments))
+            result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress))
             result = self._bounded(result, target)
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -332,29 +330,8 @@ class Proxy:
         raise unknown_name(resolution, resolver)
 
     def _tool_call(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        upstream: Upstream,
-        target: CatalogTool,
-        arguments: dict[str, Any] | None,
+        self, upstream: Upstream, target: CatalogTool, arguments: dict[str, Any] | None, on_progress: ProgressFn | None
     ) -> ToolCall:
-        token = ctx.meta.get("progress_token") if ctx.meta else None
-        on_progress: ProgressFn | None = None
-        if token is not None:
-            session = ctx.session
-            request_id = ctx.request_id
-
-            async def forward(progress: float, total: float | None, message: str | None) -> None:
-                await session.send_progress_notification(
-                    token,
-                    progress,
-                    total,
-                    message,
-                    related_request_id=str(request_id) if request_id is not None else None,
-                )
-
-            on_progress = forward
-
         return ToolCall(
             server=upstream.name,
             tool=target.upstream_name,
@@ -634,6 +611,22 @@ class Proxy:
                 await session.send_notification(notification)
             case _:
                 pass
+
+
+def _context_progress(ctx: ServerRequestContext[Any, Any]) -> ProgressFn | None:
+    """Progress for the client of a call on the SDK's path, if it asked for it."""
+    token = ctx.meta.get("progress_token") if ctx.meta else None
+    if token is None:
+        return None
+    session = ctx.session
+    request_id = ctx.request_id
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            token, progress, total, message, related_request_id=str(request_id) if request_id is not None else None
+        )
+
+    return forward
 
 
 async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:

@@ -1,0 +1,145 @@
+"""The client's tool calls, taken off the wire before the SDK's server session.
+
+Every client that launches the proxy over stdio today (Claude Desktop and Code, Cursor,
+VS Code) speaks the ``initialize`` handshake, where a tool call's params and result
+cross the proxy unchanged. For those calls the SDK's server machinery (pydantic models
+of the request and result, a dispatcher task and cancel scope, two memory-stream
+hand-offs) is pure cost, so the transport offers every message it reads to
+``CallLane.offer`` first, as JSON values:
+
+- before the client's ``notifications/initialized`` (and always on the stateless
+  2026-07-28 protocol, which has no handshake) nothing is taken: the SDK serves it all;
+- after it, a well-formed ``tools/call`` runs here, in a task of its own, through the
+  same ``Proxy.run_tool`` as the SDK's path, and its answer is written as JSON;
+- a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
+  by the cancelled call); a cancelled call gets no answer, as the protocol asks;
+- anything else, malformed calls included, goes on to the SDK, which answers it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay.policies import ProgressFn
+
+logger = logging.getLogger(__name__)
+
+RequestId = str | int
+RunTool = Callable[[str, "dict[str, Any] | None", "ProgressFn | None"], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+class CallLane:
+    """``tools/call`` on a handshake-era connection, as JSON values end to end."""
+
+    def __init__(self, run_tool: RunTool) -> None:
+        self._run_tool = run_tool
+        self._send: Send | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._saw_initialize = False
+        self.open = False
+        """True once the client finished the handshake: from then on tool calls take the lane."""
+        self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    @asynccontextmanager
+    async def serving(self, send: Send) -> AsyncGenerator[None, None]:
+        """Take calls while inside; ``send`` writes one message to the client."""
+        async with anyio.create_task_group() as tg:
+            self._tg, self._send = tg, send
+            try:
+                yield
+            finally:
+                self._tg, self._send, self.open, self._saw_initialize = None, None, False, False
+                tg.cancel_scope.cancel()
+
+    def offer(self, message: dict[str, Any]) -> bool:
+        """Whether the lane took ``message`` (one message read from the client)."""
+        method = message.get("method")
+        if method == "tools/call":
+            return self._take_call(message)
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            request_id = cast("dict[str, Any]", params).get("requestId") if isinstance(params, dict) else None
+            scope = self._in_flight.get(cast("RequestId", request_id)) if _is_request_id(request_id) else None
+            if scope is None:
+                return False  # not ours: the SDK's session may know it
+            scope.cancel()
+            return True
+        if method == "initialize" and "id" in message:
+            self._saw_initialize = True
+        elif method == "notifications/initialized" and self._saw_initialize:
+            self.open = True
+        return False
+
+    def _take_call(self, message: dict[str, Any]) -> bool:
+        request_id = message.get("id")
+        params = message.get("params")
+        if not self.open or self._tg is None or not _is_request_id(request_id) or not isinstance(params, dict):
+            return False
+        values = cast("dict[str, Any]", params)
+        name, arguments, meta = values.get("name"), values.get("arguments"), values.get("_meta")
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+            return False  # the SDK answers it with its usual invalid-params error
+        token = cast("dict[str, Any]", meta).get("progressToken") if isinstance(meta, dict) else None
+        self._tg.start_soon(
+            self._call,
+            cast("RequestId", request_id),
+            name,
+            cast("dict[str, Any] | None", arguments),
+            token if _is_request_id(token) else None,
+        )
+        return True
+
+    async def _call(
+        self, request_id: RequestId, name: str, arguments: dict[str, Any] | None, token: RequestId | None
+    ) -> None:
+        send = self._send
+        assert send is not None
+        reply: dict[str, Any] | None = None
+        with anyio.CancelScope() as scope:
+            self._in_flight[request_id] = scope
+            try:
+                result = await self._run_tool(name, arguments, _progress_sender(send, token))
+                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            except MCPError as exc:  # an answer in JSON-RPC's error form (``unknown_tool: "error"``)
+                error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+                reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
+            finally:
+                if self._in_flight.get(request_id) is scope:
+                    del self._in_flight[request_id]
+        if reply is None or scope.cancel_called:
+            return  # cancelled by the client (or the proxy is stopping): no answer
+        try:
+            await send(reply)
+        except Exception:
+            logger.debug("could not answer tools/call %r: the client is gone", request_id, exc_info=True)
+
+
+def _progress_sender(send: Send, token: RequestId | None) -> ProgressFn | None:
+    if token is None:
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    return forward
