@@ -660,12 +660,12 @@ class Process:
 
 
 @asynccontextmanager
-async def _stdio_proxy(tmp_path: Path) -> AsyncIterator[Process]:
+async def _stdio_proxy(tmp_path: Path, log_level: str = "WARNING") -> AsyncIterator[Process]:
     config = tmp_path / "patchbay.json"
     upstream = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
     config.write_text(json.dumps({"mcpServers": {"t": upstream}, "patchbay": {"watch": False}}), encoding="utf-8")
     stderr = (tmp_path / "stderr.log").open("wb")
-    command = [sys.executable, "-m", "mcp_patchbay", "--config", str(config), "--log-level", "WARNING"]
+    command = [sys.executable, "-m", "mcp_patchbay", "--config", str(config), "--log-level", log_level]
     process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
     assert process.stdout is not None
     proc = Process(process, BufferedByteReceiveStream(process.stdout))
@@ -702,6 +702,22 @@ async def _stdio_proxy(tmp_path: Path) -> AsyncIterator[Process]:
                 await process.wait()
         stderr.close()
         await process.aclose()
+
+
+@pytest.mark.anyio
+async def test_stdio_lane_missed_the_handshake_when_initialize_was_waiting_at_start(tmp_path: Path) -> None:
+    """Regression: the client's initialize, written at launch, was read before the tool-call lane
+    was installed, so the lane never opened and every call took the SDK's slow path."""
+    async with _stdio_proxy(tmp_path, log_level="DEBUG") as proc:
+        call = {"name": "t__get_current_time", "arguments": {"timezone": "UTC"}}
+        await proc.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}))
+        answer = await proc.answer(3)
+        assert answer["result"]["isError"] is False and "datetime" in answer["result"]["content"][0]["text"]
+        log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
+        assert "tool calls now take the lane" in log
+        # A call the lane does not take (its name is not a string) still gets the SDK's error answer.
+        await proc.send('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": 7}}')
+        assert "error" in await proc.answer(4)
 
 
 @pytest.mark.anyio

@@ -104,7 +104,7 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
-        async with stdio_streams() as (read_stream, write_stream, wire):
+        async with stdio_streams(proxy.lane.offer) as (read_stream, write_stream, wire):
             await proxy.serve(read_stream, write_stream, wire)
         logger.info("client closed the connection; stopping upstreams")
         tg.cancel_scope.cancel()

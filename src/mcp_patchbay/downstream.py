@@ -42,30 +42,30 @@ LINE_LIMIT = 256 * 1024 * 1024
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def _take_nothing(message: dict[str, Any]) -> bool:
-    return False
+Intercept = Callable[[dict[str, Any]], bool]
 
 
 class Wire:
     """Messages to and from the client as JSON values, past the SDK's session."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, intercept: Intercept) -> None:
         self.send = send
         """Write one message (a JSON-RPC object) to the client."""
-        self.intercept: Callable[[dict[str, Any]], bool] = _take_nothing
-        """Offered every message read; what it takes (returns True for) the SDK never sees."""
+        self.intercept = intercept
+        """Offered every message read, from the very first (the handshake matters to it);
+        what it takes (returns True for) the SDK never sees."""
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire | None], None]:
+async def stdio_streams(intercept: Intercept) -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire], None]:
     """Yield (read, write) message streams over this process's stdin and stdout, and the
-    ``Wire`` beside them (None where the SDK's transport serves: see ``message_wire``)."""
+    ``Wire`` beside them, whose ``intercept`` is offered every message first."""
     pipes = await _open_pipes() if sys.platform != "win32" else None
     if pipes is None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
-            yield read, write, None  # pyright: ignore[reportReturnType]
+        async with stdio_server() as (read, write), message_wire(read, write, intercept) as (rest, wire):  # pyright: ignore[reportUnknownArgumentType]
+            yield rest, write, wire  # pyright: ignore[reportReturnType]
         return
     reader, writer, restore = pipes
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -75,7 +75,7 @@ async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire 
         writer.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
         await writer.drain()
 
-    wire = Wire(send)
+    wire = Wire(send, intercept)
 
     async def read_stdin() -> None:
         async with read_writer:
@@ -125,16 +125,16 @@ async def stdio_streams() -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire 
 
 
 @asynccontextmanager
-async def message_wire(read: Any, write: Any) -> AsyncGenerator[tuple[ReadStream, Wire], None]:
-    """A ``Wire`` over SessionMessage streams: yields the read stream of what the wire's
-    ``intercept`` did not take, and the wire. (Memory streams in tests; the SDK's threaded
-    stdio transport where event-loop pipes cannot serve.)"""
+async def message_wire(read: Any, write: Any, intercept: Intercept) -> AsyncGenerator[tuple[ReadStream, Wire], None]:
+    """A ``Wire`` over SessionMessage streams: yields the read stream of what ``intercept``
+    did not take, and the wire. (Memory streams in tests; the SDK's threaded stdio
+    transport where event-loop pipes cannot serve.)"""
     forward, rest = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
     async def send(message: dict[str, Any]) -> None:
         await write.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False)))
 
-    wire = Wire(send)
+    wire = Wire(send, intercept)
 
     async def pump() -> None:
         async with forward:

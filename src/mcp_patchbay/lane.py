@@ -82,8 +82,9 @@ class CallLane:
             return True
         if method == "initialize" and "id" in message:
             self._saw_initialize = True
-        elif method == "notifications/initialized" and self._saw_initialize:
+        elif method == "notifications/initialized" and self._saw_initialize and not self.open:
             self.open = True
+            logger.debug("handshake done: tool calls now take the lane")
         return False
 
     def _take_call(self, message: dict[str, Any]) -> bool:

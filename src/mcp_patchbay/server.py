@@ -174,12 +174,14 @@ class Proxy:
 
     async def serve_client(self, read_stream: Any, write_stream: Any, wire: Wire | None = None) -> None:
         """The client's side only: the SDK's server, and the tool-call lane on ``wire`` beside it
-        (given by our stdio transport; made here over the message streams otherwise)."""
+        (made by our stdio transport with ``self.lane.offer``; made here over the message
+        streams otherwise)."""
         async with AsyncExitStack() as stack:
             if wire is None:
-                read_stream, wire = await stack.enter_async_context(message_wire(read_stream, write_stream))
+                read_stream, wire = await stack.enter_async_context(
+                    message_wire(read_stream, write_stream, self.lane.offer)
+                )
             await stack.enter_async_context(self.lane.serving(wire.send))
-            wire.intercept = self.lane.offer
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
