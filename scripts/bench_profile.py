@@ -79,6 +79,9 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
     ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/downstream.py", "read_stdin"),)),
     ("downstream write: downstream.write_stdout (dump + write)", (("mcp_patchbay/downstream.py", "write_stdout"),)),
+    ("client-side lane: lane.CallLane (take, run, answer a tools/call)", (("mcp_patchbay/lane.py", ""),)),
+    ("upstream raw lane: rawcalls.RawCalls (send, match the answer)", (("mcp_patchbay/rawcalls.py", ""),)),
+    ("policy chain (policies: deadline, breaker, bulkhead, retry)", (("mcp_patchbay/policies.py", ""),)),
     ("downstream via the SDK's threaded stdio_server (older proxies)", (("mcp/server/stdio.py", "std"),)),
     ("SDK request dispatch (JSONRPCDispatcher._handle_request)", (("jsonrpc_dispatcher.py", "_handle_request"),)),
     ("any mcp-patchbay frame on the stack (src/mcp_patchbay)", (("mcp_patchbay/", ""),)),
