@@ -278,7 +278,7 @@ def run_all(quick: bool) -> dict[str, Any]:
 
 def fmt(value: Any, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
+        return "0%"  # no sample fell there
     if isinstance(value, float):
         if abs(value) >= 100:
             return f"{value:,.0f}"
@@ -297,7 +297,7 @@ def ratio(a: Any, b: Any) -> float | None:
 
 def verdict(value: float | None, target: str) -> str:
     if value is None:
-        return "n/a"
+        return "0%"  # no sample fell there
     op, limit = target[:2], float(target[2:].strip().rstrip("x").replace("ms", ""))
     ok = value <= limit if op == "≤ " else value >= limit if op == "≥ " else value < limit
     return "**pass**" if ok else "**FAIL**"
@@ -800,7 +800,7 @@ def findings(r: dict[str, Any]) -> list[str]:
         for key, value in table.items():
             if key.startswith(prefix):
                 return f"{value:.0f}%"
-        return "n/a"
+        return "0%"  # no sample fell there
 
     def compare(variant: str, before_is_variant: bool) -> str:
         if variant not in c or "patchbay" not in c:
@@ -832,7 +832,14 @@ def findings(r: dict[str, Any]) -> list[str]:
             "duplicated fds 0/1, keeping the SDK's diversion of fds 0/1. Expected: a quarter to a half of the "
             "proxy's CPU per call."
         )
-    if features.get("otel_middleware") is False:
+    if features.get("otel_middleware") is False and features.get("raw_upstream"):
+        done.append(
+            "**No OpenTelemetry on a tool call's path**: the proxy sets its own server middleware list (the "
+            "SDK's opens a span per request even with no exporter installed), and the raw lane sends the "
+            "upstream request itself, so the SDK's per-request CLIENT span is gone too: "
+            f"{share(stages, 'OpenTelemetry')} of the proxy's GIL time (inclusive)."
+        )
+    elif features.get("otel_middleware") is False:
         done.append(
             "**No SDK OpenTelemetry middleware on the server side**: the proxy sets its own middleware list. "
             "What remains of OpenTelemetry is the CLIENT span the SDK opens per upstream request inside "
@@ -940,7 +947,7 @@ def findings(r: dict[str, Any]) -> list[str]:
         "### Findings",
         "",
         f"- **Where the proxy's CPU goes now**: anyio/asyncio machinery {share(cats, 'anyio')} of self time "
-        "(task steps, cancel scopes, zero-buffer memory-object streams, checkpoints; anyio's "
+        "(task steps, cancel scopes, the event loop's pipe transports and selector, checkpoints; anyio's "
         "`current_async_library` lookup runs on every primitive), the SDK's dispatcher and runner "
         f"{share(cats, 'MCP SDK')}, our own code {share(cats, 'mcp-patchbay')}, pydantic {share(cats, 'pydantic')} "
         + (
