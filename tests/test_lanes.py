@@ -159,11 +159,21 @@ class Client:
     async def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
 
+    async def wait_sent(self) -> None:
+        with anyio.fail_after(5):
+            while not self.sent:
+                await anyio.sleep(0.01)
+
 
 HANDSHAKE = [
     {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
+
+
+def handshake(lane: CallLane) -> None:
+    for message in HANDSHAKE:
+        assert not lane.offer(message)  # the handshake itself is the SDK's
 
 
 def call(request_id: Any, name: Any = "s__t", **params: Any) -> dict[str, Any]:
@@ -178,17 +188,14 @@ async def test_lane_takes_calls_only_after_the_handshake_and_only_well_formed_on
     client = Client()
     async with lane.serving(client.send):
         assert not lane.offer(call(1))  # before the handshake: the SDK's
-        for message in HANDSHAKE:
-            assert not lane.offer(message)  # the handshake itself is the SDK's too
+        handshake(lane)
         assert lane.open
         assert lane.offer(call(2, arguments={"a": 1}))
         assert not lane.offer(call(3, name=7))  # malformed: the SDK answers it
         assert not lane.offer(call(4, arguments=[1]))
         assert not lane.offer(call(True))  # a bool is no request id
         assert not lane.offer({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
-        with anyio.fail_after(5):
-            while not client.sent:
-                await anyio.sleep(0.01)
+        await client.wait_sent()
     result = {"content": [{"type": "text", "text": "s__t {'a': 1}"}]}
     assert client.sent == [{"jsonrpc": "2.0", "id": 2, "result": result}]
 
@@ -210,8 +217,7 @@ async def test_lane_cancelled_call_gets_no_answer_and_progress_uses_the_clients_
     client = Client()
     with anyio.fail_after(5):
         async with lane.serving(client.send):
-            for message in HANDSHAKE:
-                lane.offer(message)
+            handshake(lane)
             assert lane.offer(call("c1", _meta={"progressToken": "tok"}))
             await started.wait()
             assert lane.in_flight == 1
@@ -230,12 +236,9 @@ async def test_lane_answers_an_mcp_error_in_json_rpc_form() -> None:
 
     lane = CallLane(run_tool)
     client = Client()
-    with anyio.fail_after(5):
-        async with lane.serving(client.send):
-            for message in HANDSHAKE:
-                lane.offer(message)
-            lane.offer(call(1, name="x"))
-            while not client.sent:
-                await anyio.sleep(0.01)
+    async with lane.serving(client.send):
+        handshake(lane)
+        assert lane.offer(call(1, name="x"))
+        await client.wait_sent()
     error = {"code": -32602, "message": "Unknown tool 'x'", "data": {"suggestions": ["s__x"]}}
     assert client.sent == [{"jsonrpc": "2.0", "id": 1, "error": error}]
