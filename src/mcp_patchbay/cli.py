@@ -18,13 +18,15 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mcp_patchbay import __version__
-from mcp_patchbay.config import Config, ConfigError, load_config
-from mcp_patchbay.spawn import discard, prespawn
+from mcp_patchbay.spawn import discard, early, prespawn, settle
+
+if TYPE_CHECKING:
+    from mcp_patchbay.config import Config
 
 logger = logging.getLogger("mcp_patchbay")
 
@@ -70,11 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     if not path:
         print("mcp-patchbay: no config file: pass --config PATH or set PATCHBAY_CONFIG", file=sys.stderr)
         return EXIT_CONFIG
+    # Serving: start the plain stdio upstreams before even the config check imports pydantic
+    # (spawn.early); the checked config then keeps exactly those it would launch itself.
+    guessed = early(path) if args.command == "serve" else {}
     try:
-        config = load_config(Path(path))
-    except ConfigError as exc:
-        print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        from mcp_patchbay.config import ConfigError, load_config
+
+        try:
+            config = load_config(Path(path))
+        except ConfigError as exc:
+            print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        kept = settle(guessed, config.servers)
+    finally:
+        discard({name: item.process for name, item in guessed.items()})  # left only if the check failed
     for entry in config.servers:
         if entry.problem is not None:
             logger.warning("server '%s' will not start: %s", entry.name, entry.problem)
@@ -82,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return anyio.run(_check, config, args.json)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
     # their boot then runs beside ours. The handshake still waits for the client.
-    prespawned = prespawn(config.servers)
+    prespawned = prespawn(config.servers, kept)
     started = dict(prespawned)  # the proxy takes them from the first; this one is for the last word
     try:
         with contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,181 @@
+"""Starting upstreams before the config check (``spawn.early``) and keeping only what it launches (``spawn.settle``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_patchbay import cli
+from mcp_patchbay.config import IGNORED_ENTRY_KEYS, StdioSpec, load_config
+from mcp_patchbay.spawn import EARLY_KEYS, EARLY_MARK, Early, discard, early, settle
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="nothing starts early on Windows")
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]
+
+
+def sleeper(**extra: Any) -> dict[str, Any]:
+    return {"command": SLEEPER[0], "args": SLEEPER[1:], **extra}
+
+
+def write(tmp_path: Path, data: dict[str, Any]) -> Path:
+    path = tmp_path / "patchbay.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def gone(process: subprocess.Popen[bytes], timeout: float = 10.0) -> bool:
+    """Whether the process has ended within ``timeout`` (it is reaped here)."""
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
+    """``discard``, then reap them (a test must not leave a running Popen to the collector)."""
+    waiting = list(processes.values())
+    discard(processes)
+    for process in waiting:
+        assert gone(process)
+
+
+@pytest.fixture
+def started() -> Iterator[dict[str, Early]]:
+    """What a test started early; whatever is left is stopped at the end."""
+    processes: dict[str, Early] = {}
+    yield processes
+    stop({name: item.process for name, item in processes.items()})
+
+
+@pytest.fixture(autouse=True)
+def not_an_early_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(EARLY_MARK, raising=False)
+
+
+def test_the_keys_early_knows_are_keys_the_config_accepts() -> None:
+    assert set(StdioSpec.model_fields) | {"type"} | IGNORED_ENTRY_KEYS >= EARLY_KEYS
+
+
+def test_plain_stdio_entries_start_early_and_the_checked_config_keeps_them(
+    tmp_path: Path, started: dict[str, Early]
+) -> None:
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {"one": sleeper(env={"A": "1"}, description="ignored", timeout=5)},
+            "servers": {"two": sleeper(type="stdio", tools={"deny": ["x"]})},
+        },
+    )
+    started.update(early(str(path)))
+    assert set(started) == {"one", "two"}
+    processes = {name: item.process for name, item in started.items()}
+    kept = settle(started, load_config(path).servers)
+    try:
+        assert kept == processes
+        assert started == {}
+        assert all(p.poll() is None for p in kept.values())
+    finally:
+        stop(kept)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(sleeper(env={"TOKEN": "${TOKEN}"}), id="a variable"),
+        pytest.param(sleeper(cwd="."), id="a cwd"),
+        pytest.param(sleeper(disabled=True), id="disabled"),
+        pytest.param(sleeper(disabeld=True), id="an unknown key"),
+        pytest.param(sleeper(type="sse"), id="another type"),
+        pytest.param({"url": "http://127.0.0.1:9/mcp"}, id="a url"),
+        pytest.param({"command": "", "args": []}, id="an empty command"),
+        pytest.param({"command": SLEEPER[0], "args": "-c pass"}, id="args not a list"),
+        pytest.param({"command": SLEEPER[0], "args": [1]}, id="an argument not text"),
+        pytest.param(sleeper(env=["A=1"]), id="env not an object"),
+    ],
+)
+def test_entries_that_need_the_config_check_are_left_to_it(
+    tmp_path: Path, started: dict[str, Early], entry: dict[str, Any]
+) -> None:
+    started.update(early(str(write(tmp_path, {"mcpServers": {"one": entry}}))))
+    assert started == {}
+
+
+def test_a_name_in_both_shapes_is_left_to_the_config_check(tmp_path: Path, started: dict[str, Early]) -> None:
+    path = write(tmp_path, {"mcpServers": {"one": sleeper()}, "servers": {"one": sleeper()}})
+    started.update(early(str(path)))
+    assert started == {}
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"mcpServers": []}', ""])
+def test_a_file_that_is_not_a_config_starts_nothing(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "patchbay.json"
+    path.write_text(text, encoding="utf-8")
+    assert early(str(path)) == {}
+    assert early(str(tmp_path / "missing.json")) == {}
+
+
+def test_a_process_started_early_is_marked_and_a_marked_patchbay_starts_nothing_early(
+    tmp_path: Path, started: dict[str, Early], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "env.txt"
+    code = f"import os, pathlib; pathlib.Path({str(marker)!r}).write_text(os.environ.get({EARLY_MARK!r}, ''))"
+    path = write(tmp_path, {"mcpServers": {"one": {"command": sys.executable, "args": ["-c", code]}}})
+    started.update(early(str(path)))
+    assert gone(started["one"].process)
+    assert marker.read_text() == "1"
+    monkeypatch.setenv(EARLY_MARK, "1")
+    assert early(str(path)) == {}
+
+
+def test_an_entry_launching_patchbay_with_this_config_is_stopped_once_the_check_refuses_it(
+    tmp_path: Path, started: dict[str, Early]
+) -> None:
+    path = tmp_path / "patchbay.json"
+    entry = {"command": sys.executable, "args": ["-m", "mcp_patchbay", "--config", str(path)]}
+    path.write_text(json.dumps({"mcpServers": {"self": entry, "other": sleeper()}}), encoding="utf-8")
+    started.update(early(str(path)))
+    assert set(started) == {"self", "other"}
+    loop = started["self"].process
+    config = load_config(path)
+    assert next(e for e in config.servers if e.name == "self").self_reference
+    kept = settle(started, config.servers)
+    try:
+        assert set(kept) == {"other"}
+        assert gone(loop)
+    finally:
+        stop(kept)
+
+
+def test_a_changed_launch_is_stopped_not_adopted(tmp_path: Path, started: dict[str, Early]) -> None:
+    path = write(tmp_path, {"mcpServers": {"one": sleeper(env={"A": "1"})}})
+    started.update(early(str(path)))
+    first = started["one"].process
+    write(tmp_path, {"mcpServers": {"one": sleeper(env={"A": "2"})}})  # edited between the two reads
+    kept = settle(started, load_config(path).servers)
+    assert kept == {}
+    assert gone(first)
+
+
+def test_the_cli_stops_what_it_started_early_when_the_config_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, {"mcpServers": {"one": sleeper()}, "patchbay": {"timout": 5}})  # a fatal mistake
+    seen: list[Early] = []
+
+    def spy(config_path: str) -> dict[str, Early]:
+        result = early(config_path)
+        seen.extend(result.values())
+        return result
+
+    monkeypatch.setattr(cli, "early", spy)
+    assert cli.main(["--config", str(path)]) == cli.EXIT_CONFIG
+    assert len(seen) == 1
+    assert gone(seen[0].process)
