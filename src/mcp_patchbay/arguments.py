@@ -2,7 +2,8 @@
 
 Pure: values in, values out. No I/O (a remote ``$ref`` is never fetched), no logging.
 
-- One ``ArgumentChecker`` per tool, built once. The JSON Schema draft comes from the
+- One ``ArgumentChecker`` per tool, built once, at its first use: ``jsonschema`` is only
+  imported then, so that it costs nothing while the proxy starts. The JSON Schema draft comes from the
   schema's ``$schema`` (draft 3 to 2020-12); without one, or with one we don't know,
   draft 2020-12, the draft MCP specifies.
 - A schema that is itself invalid (or that breaks while validating, such as an
@@ -18,31 +19,24 @@ Pure: values in, values out. No I/O (a remote ``$ref`` is never fetched), no log
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import jsonschema
 import jsonschema_rs
-from jsonschema import exceptions
-from jsonschema.exceptions import ValidationError
-from jsonschema.protocols import Validator
 
-__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "check_arguments"]
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "check_arguments", "preload"]
 
 MAX_PROBLEMS = 5
 _MAX_LISTED = 10  # enum values or allowed parameter names shown before "..."
 _MAX_SHOWN_CHARS = 60  # a value or pattern quoted in a message
 
-_DRAFTS: tuple[type[Validator], ...] = (
-    jsonschema.Draft3Validator,
-    jsonschema.Draft4Validator,
-    jsonschema.Draft6Validator,
-    jsonschema.Draft7Validator,
-    jsonschema.Draft201909Validator,
-    jsonschema.Draft202012Validator,
-)
 _TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
@@ -61,41 +55,74 @@ def _uri_key(uri: str) -> str:
     return re.sub(r"^https?://", "", uri.strip()).rstrip("#")
 
 
-_VALIDATOR_BY_URI: dict[str, type[Validator]] = {
-    _uri_key(str(cls.META_SCHEMA["$schema"])): cls for cls in _DRAFTS if "$schema" in cls.META_SCHEMA
-}
+@functools.cache
+def _validators_by_uri() -> dict[str, type[Validator]]:
+    import jsonschema  # (a tenth of a second: imported at the first check, not at start)
+
+    drafts: tuple[type[Validator], ...] = (
+        jsonschema.Draft3Validator,
+        jsonschema.Draft4Validator,
+        jsonschema.Draft6Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft201909Validator,
+        jsonschema.Draft202012Validator,
+    )
+    return {_uri_key(str(cls.META_SCHEMA["$schema"])): cls for cls in drafts if "$schema" in cls.META_SCHEMA}
+
+
+def preload() -> None:
+    """Import ``jsonschema`` now (the supervisor does, in a worker thread, once startup is over),
+    so that the first call to check does not pay for it."""
+    _validators_by_uri()
 
 
 def _validator_class(schema: Mapping[str, Any]) -> type[Validator]:
     uri = schema.get("$schema")
-    found = _VALIDATOR_BY_URI.get(_uri_key(uri)) if isinstance(uri, str) else None
-    return found or jsonschema.Draft202012Validator
+    by_uri = _validators_by_uri()
+    found = by_uri.get(_uri_key(uri)) if isinstance(uri, str) else None
+    return found or by_uri[_uri_key("https://json-schema.org/draft/2020-12/schema")]
 
 
 class ArgumentChecker:
     """Checks one tool's arguments against its ``inputSchema``."""
 
     def __init__(self, input_schema: Mapping[str, Any]) -> None:
-        self.schema_error: str | None = None
+        self._schema = input_schema
+        self._built = False
+        self._schema_error: str | None = None
         self._validator: Validator | None = None
         self._fast: Any = None
-        if not isinstance(input_schema, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            self.schema_error = f"inputSchema must be an object, got {_json_type(input_schema)}"
+
+    @property
+    def schema_error(self) -> str | None:
+        """What is wrong with the schema itself (it then checks nothing), else None."""
+        self._build()
+        return self._schema_error
+
+    def _build(self) -> None:
+        if self._built:
             return
-        schema = dict(input_schema)
+        self._built = True
+        if not isinstance(self._schema, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._schema_error = f"inputSchema must be an object, got {_json_type(self._schema)}"
+            return
+        from jsonschema.exceptions import SchemaError  # (see _validators_by_uri)
+
+        schema = dict(self._schema)
         cls = _validator_class(schema)
         try:
             cls.check_schema(schema)
             self._validator = cls(schema)
             self._fast = _fast_validator(schema)
-        except jsonschema.SchemaError as exc:
+        except SchemaError as exc:
             where = _render(tuple(exc.path))
-            self.schema_error = _clip(exc.message, 160) + (f" (at {where})" if where else "")
+            self._schema_error = _clip(exc.message, 160) + (f" (at {where})" if where else "")
         except Exception as exc:  # a schema can break the checker itself; it then checks nothing
-            self.schema_error = f"{type(exc).__name__}: {_clip(str(exc), 160)}"
+            self._schema_error = f"{type(exc).__name__}: {_clip(str(exc), 160)}"
 
     def problems(self, arguments: Mapping[str, Any] | None) -> list[str]:
         """Short sentences, one per problem, or ``[]`` when the arguments are valid."""
+        self._build()
         if self._validator is None:
             return []
         instance: Any = dict(arguments) if arguments is not None else {}
@@ -325,8 +352,10 @@ def _sentence(
 
 
 def _best_match(errors: Iterable[ValidationError]) -> ValidationError | None:
+    from jsonschema import exceptions  # (loaded by the checker already)
+
     # jsonschema's own annotation leaves the return type unknown.
-    return cast(ValidationError | None, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
+    return cast("ValidationError | None", exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
 
 
 def _alternatives(keyword: str, value: Any, instance: Any, error: ValidationError) -> str:

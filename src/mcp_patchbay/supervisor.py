@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
+from mcp_patchbay import arguments
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.spawn import discard
@@ -113,6 +114,7 @@ class Supervisor:
             len(self.upstreams),
             len(self.catalog.tools),
         )
+        await anyio.to_thread.run_sync(arguments.preload)  # off the start's path, before the first call needs it
 
     @property
     def started(self) -> bool:
