@@ -59,7 +59,7 @@ FULL = {
     "callers": 50,
     "warmup": 100,
     "multi_calls": 5,
-    "startup_reps": 4,
+    "startup_reps": 7,
     "naming_calls": 2000,
     "memory_calls": 100_000,
     "profile_seconds": 10,
