@@ -20,13 +20,16 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from mcp_patchbay import __version__
 from mcp_patchbay.spawn import discard, early, prespawn, settle
 
 if TYPE_CHECKING:
+    import anyio
+
     from mcp_patchbay.config import Config
+
+# Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
+# upstreams: each millisecond before that is one more of the proxy's startup.
 
 logger = logging.getLogger("mcp_patchbay")
 
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     for entry in config.servers:
         if entry.problem is not None:
             logger.warning("server '%s' will not start: %s", entry.name, entry.problem)
+    import anyio
+
     if args.command == "check":
         return anyio.run(_check, config, args.json)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
@@ -104,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]]) -> None:
+    import anyio
+
     from mcp_patchbay.downstream import stdio_streams
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.watch import reload_on_sighup, watch_config
@@ -122,6 +129,8 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    import anyio
+
     if sys.platform == "win32":  # no signal receivers there; stdin EOF ends the proxy
         return
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -132,6 +141,8 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
 
 
 async def _check(config: Config, as_json: bool) -> int:
+    import anyio
+
     from mcp_patchbay.supervisor import Supervisor
     from mcp_patchbay.upstream import State
 
