@@ -877,13 +877,6 @@ def findings(r: dict[str, Any]) -> list[str]:
             f"appears {spawned:.0f} ms after the proxy's spawn, before the proxy answers `initialize` "
             f"({answered:.0f} ms), so the upstream's own start overlaps the proxy's."
         )
-    if features.get("lazy_jsonschema"):
-        done.append(
-            "**`jsonschema` is not imported at start**: a tool's argument checker is built at its first use, "
-            "and the supervisor imports `jsonschema` in a worker thread once startup is over (it was 56 ms of "
-            "the proxy's start). With early spawning, one-upstream startup measured 1.13x direct, against 1.24x "
-            "before this change (15 alternating reps, 2026-11-23)."
-        )
     elif spawned is not None:
         todo.append(
             "**Spawn the upstreams before the heavy imports** (startup) — the timeline shows the upstream "
@@ -893,6 +886,13 @@ def findings(r: dict[str, Any]) -> list[str]:
             "upstream and let `stdio.stdio_transport` adopt that process for its first connection (restarts "
             "spawn as today; the upstream's `initialize` still waits for the client's capabilities). Expected: "
             "the one-upstream startup drops from about proxy-alone + upstream toward the larger of the two."
+        )
+    if features.get("lazy_jsonschema"):
+        done.append(
+            "**`jsonschema` is not imported at start**: a tool's argument checker is built at its first use, "
+            "and the supervisor imports `jsonschema` in a worker thread once startup is over (it was 56 ms of "
+            "the proxy's start). With early spawning, one-upstream startup measured 1.13x direct, against 1.24x "
+            "before this change (15 alternating reps, 2026-11-23)."
         )
     if features.get("bulkhead_nowait"):
         done.append("**The bulkhead takes a free slot without a checkpoint** (`acquire_nowait`, commit 40cc424).")

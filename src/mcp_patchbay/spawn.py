@@ -130,8 +130,7 @@ def _plain_stdio(value: object) -> Launch | None:
     if not isinstance(args, list) or env is None:
         return None
     texts: list[object] = [command, *cast("list[object]", args), *env, *env.values()]
-    plain = [t for t in texts if isinstance(t, str) and "${" not in t and "\x00" not in t]
-    if len(plain) != len(texts):
+    if not all(isinstance(t, str) and "${" not in t and "\x00" not in t for t in texts):
         return None
     arguments = tuple(cast("list[str]", args))
     return command, arguments, tuple(sorted(cast("dict[str, str]", env).items()))
