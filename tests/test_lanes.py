@@ -181,7 +181,9 @@ def call(request_id: Any, name: Any = "s__t", **params: Any) -> dict[str, Any]:
 
 
 async def test_lane_takes_calls_only_after_the_handshake_and_only_well_formed_ones() -> None:
-    async def run_tool(name: str, arguments: dict[str, Any] | None, on_progress: Any) -> dict[str, Any]:
+    async def run_tool(
+        name: str, arguments: dict[str, Any] | None, on_progress: Any, meta: dict[str, Any] | None
+    ) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": f"{name} {arguments}"}]}
 
     lane = CallLane(run_tool)
@@ -204,7 +206,9 @@ async def test_lane_cancelled_call_gets_no_answer_and_progress_uses_the_clients_
     started = anyio.Event()
     cancelled = anyio.Event()
 
-    async def run_tool(name: str, arguments: dict[str, Any] | None, on_progress: Any) -> dict[str, Any]:
+    async def run_tool(
+        name: str, arguments: dict[str, Any] | None, on_progress: Any, meta: dict[str, Any] | None
+    ) -> dict[str, Any]:
         await on_progress(0.5, None, "working")
         started.set()
         try:
@@ -231,7 +235,9 @@ async def test_lane_cancelled_call_gets_no_answer_and_progress_uses_the_clients_
 
 
 async def test_lane_answers_an_mcp_error_in_json_rpc_form() -> None:
-    async def run_tool(name: str, arguments: dict[str, Any] | None, on_progress: Any) -> dict[str, Any]:
+    async def run_tool(
+        name: str, arguments: dict[str, Any] | None, on_progress: Any, meta: dict[str, Any] | None
+    ) -> dict[str, Any]:
         raise MCPError(-32602, "Unknown tool 'x'", {"suggestions": ["s__x"]})
 
     lane = CallLane(run_tool)

@@ -228,6 +228,11 @@ def translate(
         )
     where = f"'{server}'"
     if isinstance(exc, MCPError):
+        status = http_status_of(exc)
+        if status is not None:
+            error = from_http_status(status[0], status[1], server=server)
+            error.tool = tool
+            return error
         return _translate_mcp_error(exc, server=server, tool=tool, timeout=timeout)
     if isinstance(exc, httpx2.HTTPStatusError):
         return from_http_status(exc.response.status_code, exc.response.headers.get("retry-after"), server=server)
@@ -408,6 +413,24 @@ def parse_retry_after(value: str | None) -> int | None:
     except ValueError:
         return None
     return max(0, int(seconds * 1000))
+
+
+HTTP_STATUS_KEY = "patchbay/httpStatus"
+"""Where the proxy's HTTP links put the status behind the SDK's stand-in error for a request
+(``upstream.HttpStatuses``): the key of the error's ``data``, with ``patchbay/retryAfter``."""
+
+
+def http_status_of(exc: MCPError) -> tuple[int, str | None] | None:
+    """The HTTP status (and Retry-After) an HTTP link tied to this error, if any."""
+    data = exc.data
+    if not isinstance(data, dict):
+        return None
+    values = cast("dict[str, Any]", data)
+    status = values.get(HTTP_STATUS_KEY)
+    if not isinstance(status, int) or isinstance(status, bool):
+        return None
+    retry_after = values.get("patchbay/retryAfter")
+    return status, retry_after if isinstance(retry_after, str) else None
 
 
 def from_http_status(status: int, retry_after: str | None, *, server: str) -> PatchbayError:

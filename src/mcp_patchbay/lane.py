@@ -32,8 +32,16 @@ from mcp_patchbay.policies import ProgressFn
 logger = logging.getLogger(__name__)
 
 RequestId = str | int
-RunTool = Callable[[str, "dict[str, Any] | None", "ProgressFn | None"], Awaitable[dict[str, Any]]]
+RunTool = Callable[
+    [str, "dict[str, Any] | None", "ProgressFn | None", "dict[str, Any] | None"], Awaitable[dict[str, Any]]
+]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+_PROTOCOL_META_PREFIX = "io.modelcontextprotocol/"
+LATER_CALL_FIELDS = frozenset({"resultType", "requestState", "inputRequests"})
+"""What the 2026-07-28 revision adds to a ``tools/call`` result: never sent on the lane's
+connections, which all speak an earlier revision (``initialize``)."""
 
 
 def _is_request_id(value: Any) -> bool:
@@ -96,18 +104,24 @@ class CallLane:
         name, arguments, meta = values.get("name"), values.get("arguments"), values.get("_meta")
         if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
             return False  # the SDK answers it with its usual invalid-params error
-        token = cast("dict[str, Any]", meta).get("progressToken") if isinstance(meta, dict) else None
+        token, forwarded = split_meta(meta)
         self._tg.start_soon(
             self._call,
             cast("RequestId", request_id),
             name,
             cast("dict[str, Any] | None", arguments),
-            token if _is_request_id(token) else None,
+            token,
+            forwarded,
         )
         return True
 
     async def _call(
-        self, request_id: RequestId, name: str, arguments: dict[str, Any] | None, token: RequestId | None
+        self,
+        request_id: RequestId,
+        name: str,
+        arguments: dict[str, Any] | None,
+        token: RequestId | None,
+        meta: dict[str, Any] | None,
     ) -> None:
         send = self._send
         assert send is not None
@@ -115,7 +129,9 @@ class CallLane:
         with anyio.CancelScope() as scope:
             self._in_flight[request_id] = scope
             try:
-                result = await self._run_tool(name, arguments, _progress_sender(send, token))
+                result = await self._run_tool(name, arguments, _progress_sender(send, token), meta)
+                if not LATER_CALL_FIELDS.isdisjoint(result):  # an upstream's, passed through
+                    result = {key: value for key, value in result.items() if key not in LATER_CALL_FIELDS}
                 reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
             except MCPError as exc:  # an answer in JSON-RPC's error form (``unknown_tool: "error"``)
                 error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -129,6 +145,23 @@ class CallLane:
             await send(reply)
         except Exception:
             logger.debug("could not answer tools/call %r: the client is gone", request_id, exc_info=True)
+
+
+def split_meta(meta: Any) -> tuple[RequestId | None, dict[str, Any] | None]:
+    """A call's ``_meta`` as the client sent it: its progress token (the client's, answered by
+    the proxy), and the rest (``traceparent``, vendor keys), which goes on to the upstream.
+    The protocol's own keys (``io.modelcontextprotocol/...``: the 2026-07-28 client stamps)
+    describe the client's connection to the proxy, not the proxy's to the upstream: kept back."""
+    if not isinstance(meta, dict) or not meta:
+        return None, None
+    values = cast("dict[str, Any]", meta)
+    token = values.get("progressToken")
+    rest = {
+        key: value
+        for key, value in values.items()
+        if key != "progressToken" and not key.startswith(_PROTOCOL_META_PREFIX)
+    }
+    return (token if _is_request_id(token) else None), (rest or None)
 
 
 def _progress_sender(send: Send, token: RequestId | None) -> ProgressFn | None:

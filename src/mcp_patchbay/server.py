@@ -52,7 +52,7 @@ from mcp_patchbay.errors import (
     to_mcp_error,
     to_result,
 )
-from mcp_patchbay.lane import CallLane
+from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.policies import Deadline, ProgressFn, ToolCall
 from mcp_patchbay.supervisor import Supervisor
@@ -106,7 +106,10 @@ class Proxy:
         self._session: ServerSession | None = None
         self._client_caps: types.ClientCapabilities | None = None
         self._client_hello = anyio.Event()
-        self._listed_tools = False
+        self._served: dict[str, object] = {}
+        """Each list as the client was last served it, by kind: what a change is measured against."""
+        self._told: set[str] = set()
+        """Kinds the client was told changed and has not listed since: one notice is enough."""
         self.supervisor = Supervisor(
             config,
             downstream=self,
@@ -215,24 +218,51 @@ class Proxy:
         self._pending_changes |= kinds
         self._changes.set()
 
+    def _current(self, kind: str) -> object:
+        """What the client would get now for a list (the value ``_served`` keeps)."""
+        catalog = self.supervisor.catalog
+        if kind == "tools":
+            return self._tools_listing()
+        if kind == "prompts":
+            return list(catalog.prompts)
+        return (list(catalog.resources), list(catalog.templates))
+
+    def _serving(self, kind: str, listing: object) -> None:
+        self._served[kind] = listing
+        self._told.discard(kind)
+
+    def _changed_lists(self, kinds: set[str]) -> list[str]:
+        """The kinds worth a ``list_changed``: served to the client, not yet announced, and
+        different now in content (an upstream that restarts with the same tools changes nothing)."""
+        changed: list[str] = []
+        for kind in sorted(kinds):
+            if kind in self._served and kind not in self._told and self._current(kind) != self._served[kind]:
+                self._told.add(kind)
+                changed.append(kind)
+        return changed
+
     async def _send_changes(self) -> None:
         while True:
             await self._changes.wait()
             self._changes = anyio.Event()
             kinds, self._pending_changes = self._pending_changes, set()
-            for kind in kinds:
+            changed = self._changed_lists(kinds)
+            if not changed:
+                logger.debug("lists recomputed (%s): nothing the client was served changed", ", ".join(sorted(kinds)))
+                continue
+            for kind in changed:
                 await self._bus.publish(_LIST_EVENTS[kind])
             session = self._session
             if session is None:
                 continue
             try:
-                if "tools" in kinds and self._listed_tools:
+                if "tools" in changed:
                     await session.send_tool_list_changed()
-                if "prompts" in kinds:
+                if "prompts" in changed:
                     await session.send_prompt_list_changed()
-                if "resources" in kinds:
+                if "resources" in changed:
                     await session.send_resource_list_changed()
-                logger.debug("told the client that %s changed", ", ".join(sorted(kinds)))
+                logger.debug("told the client that %s changed", ", ".join(changed))
             except Exception:
                 logger.debug("could not send list_changed", exc_info=True)
 
@@ -242,25 +272,34 @@ class Proxy:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         await self.supervisor.wait_startup()
-        self._listed_tools = True
-        tools = self.supervisor.catalog.tools
-        if self.settings.status_tool:
-            tools = [*tools, _status_tool()]
+        tools = self._tools_listing()
+        self._serving("tools", tools)
         return types.ListToolsResult(tools=tools)
+
+    def _tools_listing(self) -> list[types.Tool]:
+        tools = self.supervisor.catalog.tools
+        return [*tools, _status_tool()] if self.settings.status_tool else list(tools)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         """The SDK's typed path: calls the lane does not take (2026-07-28 connections, calls
         before the handshake ended). The lane (``lane.CallLane``) serves all others."""
-        raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx))
+        wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
+        _, meta = split_meta(wire_meta)
+        raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx), meta)
         return types.CallToolResult.model_validate(raw, by_name=False)
 
     async def run_tool(
-        self, called: str, arguments: dict[str, Any] | None, on_progress: ProgressFn | None = None
+        self,
+        called: str,
+        arguments: dict[str, Any] | None,
+        on_progress: ProgressFn | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One tool call, whatever the way it came: the result as JSON values, an ``isError``
-        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError)."""
+        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
+        ``meta`` is the client's ``_meta`` less its progress token, passed on upstream."""
         started = time.monotonic()
         target = self.supervisor.catalog.by_exposed.get(called)
         server: str | None = None
@@ -289,7 +328,7 @@ class Proxy:
                         tool=target.upstream_name,
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
-            result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress))
+            result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress, meta))
             result = self._bounded(result, target)
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -332,7 +371,12 @@ class Proxy:
         raise unknown_name(resolution, resolver)
 
     def _tool_call(
-        self, upstream: Upstream, target: CatalogTool, arguments: dict[str, Any] | None, on_progress: ProgressFn | None
+        self,
+        upstream: Upstream,
+        target: CatalogTool,
+        arguments: dict[str, Any] | None,
+        on_progress: ProgressFn | None,
+        meta: dict[str, Any] | None,
     ) -> ToolCall:
         return ToolCall(
             server=upstream.name,
@@ -340,6 +384,7 @@ class Proxy:
             arguments=arguments,
             deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
             retry_safe=target.retry_safe,
+            meta=meta,
             on_progress=on_progress,
         )
 
@@ -409,13 +454,17 @@ class Proxy:
             description="Health of every upstream server: state, errors by code, restarts, breaker state.",
             mime_type="application/json",
         )
-        return types.ListResourcesResult(resources=[*self.supervisor.catalog.resources, status])
+        catalog = self.supervisor.catalog
+        self._serving("resources", (list(catalog.resources), list(catalog.templates)))
+        return types.ListResourcesResult(resources=[*catalog.resources, status])
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         await self.supervisor.wait_startup()
-        return types.ListResourceTemplatesResult(resource_templates=self.supervisor.catalog.templates)
+        catalog = self.supervisor.catalog
+        self._serving("resources", (list(catalog.resources), list(catalog.templates)))
+        return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
     def _owner(self, uri: str) -> list[Upstream]:
         """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
@@ -487,7 +536,9 @@ class Proxy:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         await self.supervisor.wait_startup()
-        return types.ListPromptsResult(prompts=self.supervisor.catalog.prompts)
+        prompts = list(self.supervisor.catalog.prompts)
+        self._serving("prompts", prompts)
+        return types.ListPromptsResult(prompts=prompts)
 
     async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
         await self.supervisor.wait_startup()
@@ -700,7 +751,9 @@ def _truncate(result: dict[str, Any], limit: int) -> dict[str, Any]:
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    """A result of the proxy's own as JSON values, in the fields every era shares: the
+    2026-07-28 ``resultType`` is the SDK's to add on the connections that speak it."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"result_type"})
 
 
 __all__ = ["STATUS_URI", "Proxy"]

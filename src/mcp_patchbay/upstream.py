@@ -39,11 +39,11 @@ from mcp.shared.message import SessionMessage
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
 from mcp_patchbay.errors import (
+    HTTP_STATUS_KEY,
     Code,
     NotDelivered,
     PatchbayError,
     UpstreamError,
-    from_http_status,
     translate,
 )
 from mcp_patchbay.policies import (
@@ -58,6 +58,7 @@ from mcp_patchbay.policies import (
     build_chain,
 )
 from mcp_patchbay.rawcalls import RawCalls
+from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import discard
 from mcp_patchbay.stdio import ProcessWatch, redact, stdio_transport
 
@@ -125,28 +126,56 @@ class Downstream(Protocol):
     async def notify(self, server: str, notification: types.ServerNotification) -> None: ...
 
 
-@dataclass
-class HttpStatusMemo:
-    """Statuses the proxy's HTTP client saw, since the SDK reports most of them as one generic error."""
+class HttpStatuses:
+    """Ties each HTTP error status to the request whose POST got it.
 
-    status: int | None = None
-    retry_after: str | None = None
-    at: float = 0.0
+    The SDK's streamable-HTTP client answers a request whose POST got an error status with a
+    generic stand-in (``_HTTP_STAND_INS``). The response hook notes the status under the
+    JSON-RPC id of the request in the POST's body; ``stamp`` then puts it into that very
+    request's stand-in answer (``errors.HTTP_STATUS_KEY``), where ``errors.translate`` reads
+    it. Two calls in flight on one upstream each get their own status.
+    """
+
+    LIMIT = 256
+    """Statuses kept for answers not yet seen; past that the oldest go (their request was abandoned)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[types.RequestId, tuple[int, str | None]] = {}
 
     async def hook(self, response: httpx2.Response) -> None:
         # Only POSTs carry requests; a 405 on the optional GET stream or the closing DELETE says
         # nothing about a call.
-        if response.status_code >= 400 and response.request.method == "POST":
-            self.status = response.status_code
-            self.retry_after = response.headers.get("retry-after")
-            self.at = time.monotonic()
+        if response.status_code < 400 or response.request.method != "POST":
+            return
+        request_id = _request_id(response.request.content)
+        if request_id is None:
+            return
+        self._by_id[request_id] = (response.status_code, response.headers.get("retry-after"))
+        while len(self._by_id) > self.LIMIT:
+            del self._by_id[next(iter(self._by_id))]
 
-    def take_recent(self, within: float = 30.0) -> tuple[int, str | None] | None:
-        if self.status is None or time.monotonic() - self.at > within:
-            return None
-        status, retry_after = self.status, self.retry_after
-        self.status = None
-        return status, retry_after
+    def stamp(self, message: SessionMessage | Exception) -> SessionMessage | Exception:
+        """The message, with the status of its request put into a stand-in error answer."""
+        if not self._by_id or isinstance(message, Exception):
+            return message
+        answer = message.message
+        if not isinstance(answer, types.JSONRPCError) or answer.id is None:
+            return message
+        seen = self._by_id.pop(answer.id, None)
+        if seen is None or answer.error.data is not None or answer.error.message not in _HTTP_STAND_INS:
+            return message
+        return SessionMessage(
+            types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, *seen)),
+            metadata=message.metadata,
+        )
+
+
+def http_error_data(error: types.ErrorData, status: int, retry_after: str | None) -> types.ErrorData:
+    """A stand-in error answer carrying the HTTP status that caused it."""
+    data: dict[str, Any] = {HTTP_STATUS_KEY: status}
+    if retry_after is not None:
+        data["patchbay/retryAfter"] = retry_after
+    return types.ErrorData(code=error.code, message=error.message, data=data)
 
 
 @dataclass
@@ -174,7 +203,6 @@ class Upstream:
     _raw: RawCalls | None = None
     _ready: anyio.Event = field(default_factory=anyio.Event)
     _lost: anyio.Event = field(default_factory=anyio.Event)
-    _http: HttpStatusMemo = field(default_factory=HttpStatusMemo)
     _stopping: bool = False
     _created: float = field(default_factory=time.monotonic)
     _deadlines: set[Deadline] = field(default_factory=lambda: set[Deadline]())
@@ -303,10 +331,10 @@ class Upstream:
         deadline = call.deadline
         on_progress = call.on_progress
 
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            deadline.extend()
-            if on_progress is not None:
-                await on_progress(progress, total, message)
+        # Progress extends the deadline only for a client that asked for progress: it resets its
+        # own timer on each notification. Any other client keeps its own timer running, so the
+        # proxy's ``timeout`` must hold (and end the call before the client gives up on it).
+        progress = None if on_progress is None else _extending(deadline, on_progress)
 
         params: dict[str, Any] = {"name": call.tool}
         if call.arguments is not None:
@@ -366,27 +394,8 @@ class Upstream:
         except Exception as exc:
             raise self._failure(exc, None, lost) from exc
 
-    def _http_error(self, exc: BaseException) -> PatchbayError | None:
-        """The HTTP status behind an error the SDK's HTTP client made up for it, if any.
-
-        Only its stand-ins (see ``_HTTP_STAND_INS``) are replaced: any other MCPError is the
-        upstream's own answer, and a status seen meanwhile belongs to some other request.
-        """
-        if not isinstance(self.spec, RemoteSpec) or not isinstance(exc, MCPError):
-            return None
-        if exc.data is not None or exc.message not in _HTTP_STAND_INS:
-            return None
-        seen = self._http.take_recent()
-        return None if seen is None else from_http_status(seen[0], seen[1], server=self.name)
-
     def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
-        http_error = self._http_error(exc)
-        if http_error is not None:
-            http_error.tool = tool
-            if http_error.code is Code.CONNECTION_LOST:  # 404: the session is gone
-                self._connection_lost(lost)
-            return http_error
-        error = translate(exc, server=self.name, tool=tool)
+        error = translate(exc, server=self.name, tool=tool)  # an HTTP 404 says the session is gone, too
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
             self._connection_lost(lost)
         return error
@@ -554,7 +563,7 @@ class Upstream:
                 detail=watch.describe_exit(),
                 server=self.name,
             )
-        return self._http_error(exc) or translate(exc, server=self.name)
+        return translate(exc, server=self.name)
 
     async def _lost_failure(self, watch: ProcessWatch | None) -> PatchbayError:
         if watch is not None:
@@ -569,12 +578,13 @@ class Upstream:
         )
 
     def _remote_link(self, spec: RemoteSpec) -> AbstractAsyncContextManager[Link]:
-        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [self._http.hook]}
-        timeout = httpx2.Timeout(self.settings.connect_timeout, read=300.0)
         if spec.transport == "sse":
             return self._sse_link(spec)
+        statuses = HttpStatuses()  # one per connection: request ids start again with each
+        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
+        timeout = httpx2.Timeout(self.settings.connect_timeout, read=300.0)
         client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks)
-        return _streams_link(_client_then_transport(client, spec.url))
+        return _streams_link(_client_then_transport(client, spec.url), transform=statuses.stamp)
 
     @asynccontextmanager
     async def _sse_link(self, spec: RemoteSpec) -> AsyncGenerator[Link, None]:
@@ -588,13 +598,14 @@ class Upstream:
                 return
             request_id = _request_id(response.request.content)
             if request_id is not None:
-                error = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+                stand_in = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+                error = http_error_data(stand_in, response.status_code, response.headers.get("retry-after"))
                 answer = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
                 with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     answers.send_nowait(answer)
             response.status_code = 202
 
-        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [self._http.hook, refused]}
+        hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [refused]}
 
         def factory(
             headers: dict[str, str] | None = None,
@@ -722,29 +733,14 @@ class Upstream:
         }
 
 
-async def send_raw(
-    session: ClientSession, method: str, params: dict[str, Any], on_progress: ProgressFn | None = None
-) -> dict[str, Any]:
-    """A request as JSON values, without the SDK's model round trip.
+def _extending(deadline: Deadline, forward: ProgressFn) -> ProgressFn:
+    """Progress passed on to the client, each notification extending the call's deadline."""
 
-    ``ClientSession.send_request`` dumps a request model and validates the result into
-    one; for a tool call through a proxy both are pure cost, since the result goes on
-    as it came. This does what ``send_request`` does on the wire (the session's
-    per-era stamp, the dispatcher) and nothing else. Falls back to ``send_request``
-    should the SDK's internals move.
-    """
-    dispatcher = getattr(session, "_dispatcher", None)
-    stamp = getattr(session, "_stamp", None)
-    if dispatcher is None or stamp is None:  # pragma: no cover - only if the SDK changes shape
-        request = types.CallToolRequest(params=types.CallToolRequestParams.model_validate(params))
-        model = await session.send_request(request, types.CallToolResult, progress_callback=cast(Any, on_progress))
-        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
-    data: dict[str, Any] = {"method": method, "params": params}
-    opts: dict[str, Any] = {}
-    stamp(data, opts)
-    if on_progress is not None:
-        opts["on_progress"] = on_progress
-    return await dispatcher.send_raw_request(method, data.get("params"), opts)
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        deadline.extend()
+        await forward(progress, total, message)
+
+    return progress
 
 
 def _is_call_result(result: Any) -> bool:
@@ -798,11 +794,14 @@ async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncG
 
 @asynccontextmanager
 async def _streams_link(
-    transport: AbstractAsyncContextManager[Any], answers: MemoryObjectReceiveStream[SessionMessage] | None = None
+    transport: AbstractAsyncContextManager[Any],
+    answers: MemoryObjectReceiveStream[SessionMessage] | None = None,
+    transform: Callable[[SessionMessage | Exception], SessionMessage | Exception] | None = None,
 ) -> AsyncGenerator[Link, None]:
-    """A transport's streams as a link; ``answers`` are messages made up by the proxy, merged in."""
+    """A transport's streams as a link; ``answers`` are messages made up by the proxy, merged in;
+    ``transform`` sees every message the transport reads."""
     async with transport as (read, write):
-        if answers is None:
+        if answers is None and transform is None:
             yield Link(read, write)
             return
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -813,15 +812,18 @@ async def _streams_link(
             try:
                 async with send:
                     async for message in read:
-                        await send.send(message)
+                        await send.send(message if transform is None else transform(message))
             finally:
                 made_up.cancel()  # the transport ended: so does the link, whatever the proxy had to add
 
         async def from_proxy() -> None:
             with made_up, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                async with extra_send, answers:
-                    async for message in answers:
-                        await extra_send.send(message)
+                async with extra_send:
+                    if answers is None:
+                        return
+                    async with answers:
+                        async for message in answers:
+                            await extra_send.send(message)
 
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(from_transport)
