@@ -77,8 +77,8 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 
 # Inclusive time: a sample counts for a stage when any frame on its stack matches (file part, function part).
 STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
-    ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/downstream.py", "read_stdin"),)),
-    ("downstream write: downstream.write_stdout (dump + write)", (("mcp_patchbay/downstream.py", "write_stdout"),)),
+    ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/client_wire.py", "read_stdin"),)),
+    ("downstream write: downstream.write_stdout (dump + write)", (("mcp_patchbay/client_wire.py", "write_stdout"),)),
     ("client-side lane: lane.CallLane (take, run, answer a tools/call)", (("mcp_patchbay/lane.py", ""),)),
     ("upstream raw lane: rawcalls.RawCalls (send, match the answer)", (("mcp_patchbay/rawcalls.py", ""),)),
     ("policy chain (policies: deadline, breaker, bulkhead, retry)", (("mcp_patchbay/policies.py", ""),)),

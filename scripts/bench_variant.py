@@ -24,7 +24,7 @@ VARIANTS = ("sdk-stdio", "no-otel")
 
 def sdk_stdio() -> None:
     try:
-        from mcp_patchbay import downstream
+        from mcp_patchbay import client_wire as downstream
     except ImportError:  # an older proxy: it used the SDK's transport anyway
         return
 

@@ -27,11 +27,11 @@ import anyio
 import anyio.abc
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.jsonrpc import RequestId, is_request_id
 from mcp_patchbay.policies import ProgressFn
 
 logger = logging.getLogger(__name__)
 
-RequestId = str | int
 RunTool = Callable[
     [str, "dict[str, Any] | None", "ProgressFn | None", "dict[str, Any] | None"], Awaitable[dict[str, Any]]
 ]
@@ -42,10 +42,6 @@ _PROTOCOL_META_PREFIX = "io.modelcontextprotocol/"
 LATER_CALL_FIELDS = frozenset({"resultType", "requestState", "inputRequests"})
 """What the 2026-07-28 revision adds to a ``tools/call`` result: never sent on the lane's
 connections, which all speak an earlier revision (``initialize``)."""
-
-
-def _is_request_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 class CallLane:
@@ -83,7 +79,7 @@ class CallLane:
         if method == "notifications/cancelled":
             params = message.get("params")
             request_id = cast("dict[str, Any]", params).get("requestId") if isinstance(params, dict) else None
-            scope = self._in_flight.get(cast("RequestId", request_id)) if _is_request_id(request_id) else None
+            scope = self._in_flight.get(cast("RequestId", request_id)) if is_request_id(request_id) else None
             if scope is None:
                 return False  # not ours: the SDK's session may know it
             scope.cancel()
@@ -98,7 +94,7 @@ class CallLane:
     def _take_call(self, message: dict[str, Any]) -> bool:
         request_id = message.get("id")
         params = message.get("params")
-        if not self.open or self._tg is None or not _is_request_id(request_id) or not isinstance(params, dict):
+        if not self.open or self._tg is None or not is_request_id(request_id) or not isinstance(params, dict):
             return False
         values = cast("dict[str, Any]", params)
         name, arguments, meta = values.get("name"), values.get("arguments"), values.get("_meta")
@@ -161,7 +157,7 @@ def split_meta(meta: Any) -> tuple[RequestId | None, dict[str, Any] | None]:
         for key, value in values.items()
         if key != "progressToken" and not key.startswith(_PROTOCOL_META_PREFIX)
     }
-    return (token if _is_request_id(token) else None), (rest or None)
+    return (token if is_request_id(token) else None), (rest or None)
 
 
 def _progress_sender(send: Send, token: RequestId | None) -> ProgressFn | None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from typing import Any, Protocol, cast
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.jsonrpc import encode
 from mcp_patchbay.policies import ProgressFn
 
 logger = logging.getLogger(__name__)
@@ -47,11 +47,6 @@ class _Pending:
     def __init__(self, future: asyncio.Future[dict[str, Any]], on_progress: ProgressFn | None) -> None:
         self.future = future
         self.on_progress = on_progress
-
-
-def encode(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC message as a line of compact UTF-8 JSON."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
 class RawCalls:

@@ -41,8 +41,8 @@ from pydantic import BaseModel
 
 from mcp_patchbay import __version__
 from mcp_patchbay.catalog import CatalogTool, owner_of_uri
+from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
-from mcp_patchbay.downstream import Wire, message_wire
 from mcp_patchbay.errors import (
     ClientError,
     Code,

@@ -15,7 +15,6 @@ Tool calls go through ``chain``, the policies of ``policies.build_chain`` around
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import math
 import random
@@ -46,6 +45,7 @@ from mcp_patchbay.errors import (
     UpstreamError,
     translate,
 )
+from mcp_patchbay.jsonrpc import request_id_in
 from mcp_patchbay.policies import (
     Bulkhead,
     CircuitBreaker,
@@ -147,7 +147,7 @@ class HttpStatuses:
         # nothing about a call.
         if response.status_code < 400 or response.request.method != "POST":
             return
-        request_id = _request_id(response.request.content)
+        request_id = request_id_in(response.request.content)
         if request_id is None:
             return
         self._by_id[request_id] = (response.status_code, response.headers.get("retry-after"))
@@ -596,7 +596,7 @@ class Upstream:
             # it here with the stand-in that _failure maps to the status, and let the POST pass.
             if response.status_code < 400 or response.request.method != "POST":
                 return
-            request_id = _request_id(response.request.content)
+            request_id = request_id_in(response.request.content)
             if request_id is not None:
                 stand_in = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
                 error = http_error_data(stand_in, response.status_code, response.headers.get("retry-after"))
@@ -832,18 +832,6 @@ async def _streams_link(
                 yield Link(receive, write)
             finally:
                 tg.cancel_scope.cancel()
-
-
-def _request_id(body: bytes) -> types.RequestId | None:
-    """The id of the JSON-RPC request in an HTTP body (None for a notification or a response)."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or "method" not in message:
-        return None
-    request_id = cast("dict[str, Any]", message).get("id")
-    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
 
 
 @asynccontextmanager

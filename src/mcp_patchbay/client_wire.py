@@ -32,7 +32,9 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-logger = logging.getLogger("mcp_patchbay.downstream")
+from mcp_patchbay.jsonrpc import NOT_JSON, answer_to_invalid, encode
+
+logger = logging.getLogger("mcp_patchbay.client_wire")
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
@@ -72,7 +74,7 @@ async def stdio_streams(intercept: Intercept) -> AsyncGenerator[tuple[ReadStream
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def send(message: dict[str, Any]) -> None:
-        writer.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        writer.write(encode(message))
         await writer.drain()
 
     wire = Wire(send, intercept)
@@ -92,14 +94,14 @@ async def stdio_streams(intercept: Intercept) -> AsyncGenerator[tuple[ReadStream
                 try:
                     value = json.loads(line)
                 except ValueError:
-                    value = _NOT_JSON
+                    value = NOT_JSON
                 if isinstance(value, dict) and wire.intercept(cast("dict[str, Any]", value)):
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
                 except ValueError:
                     logger.warning("client sent a line that is not a JSON-RPC message: %.200r", line)
-                    writer.write(_invalid_line_answer(value))
+                    writer.write(answer_to_invalid(value))
                     continue
                 await read_writer.send(SessionMessage(message))
 
@@ -151,25 +153,6 @@ async def message_wire(read: Any, write: Any, intercept: Intercept) -> AsyncGene
             yield rest, wire
         finally:
             tg.cancel_scope.cancel()
-
-
-_NOT_JSON = object()
-
-
-def _invalid_line_answer(value: Any) -> bytes:
-    """JSON-RPC's answer to a line that is not a message: a parse error (id null), or an
-    invalid request naming the id when one can be read, so the client's request never hangs."""
-    if value is _NOT_JSON:
-        return _error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
-    request_id = cast("dict[str, Any]", value).get("id") if isinstance(value, dict) else None
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        request_id = None
-    return _error_line(request_id, types.INVALID_REQUEST, "Invalid request: not a valid JSON-RPC 2.0 message")
-
-
-def _error_line(request_id: str | int | None, code: int, message: str) -> bytes:
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    return json.dumps(body).encode() + b"\n"
 
 
 async def _open_pipes() -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Any] | None:
