@@ -1,0 +1,57 @@
+"""Search mode's pure core: a ranked index over the merged catalog, and ``find_tools``' answers.
+
+No I/O, no awaits. The server builds a ``ToolIndex`` whenever the catalog changes and, per
+``find_tools`` call, runs ``search`` then ``render_answer``::
+
+    index = ToolIndex.build(IndexedTool(name=..., server=..., tool=..., ...) for ...)
+    hits = index.search(query, limit=limit, server=server)          # limit clamped to 1..20
+    notes = [ServerNote(s, "starting", "try again in a few seconds", note_match(query, s, known))]
+    structured, text = render_answer(hits, query=query, unavailable=notes, server=server)
+    # structured satisfies OUTPUT_SCHEMA; len(text) <= TEXT_BUDGET (< 10,000)
+    description = find_tools_description(index.tools, servers={"github": instructions, ...})
+
+Modules, each with its rules in its docstring:
+
+- ``text``: words (snake/kebab/camel/dotted splitting), folding, stop words, synonyms.
+- ``index``: ``IndexedTool``, ``Hit``, ``ToolIndex`` (BM25F plus name similarity),
+  ``note_match`` (how well an unavailable server's known text matches a query).
+- ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
+- ``describe``: ``find_tools_description``.
+
+The index uses rapidfuzz (already a dependency) and plain Python: at 10,000 tools a search
+adds up a few precomputed postings, well under the 5 ms goal, so no BM25 library (which
+would bring numpy or scipy) is needed. Nothing here is imported by the proxy at startup;
+the server imports this package when it first builds an index.
+"""
+
+from mcp_patchbay.search.describe import DESCRIPTION_BUDGET, find_tools_description, server_summary
+from mcp_patchbay.search.index import DEFAULT_LIMIT, MAX_LIMIT, Hit, IndexedTool, ToolIndex, clamp_limit, note_match
+from mcp_patchbay.search.render import (
+    FULL_SCHEMAS,
+    OUTPUT_SCHEMA,
+    TEXT_BUDGET,
+    ServerNote,
+    brief_schema,
+    compact_schema,
+    render_answer,
+)
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DESCRIPTION_BUDGET",
+    "FULL_SCHEMAS",
+    "MAX_LIMIT",
+    "OUTPUT_SCHEMA",
+    "TEXT_BUDGET",
+    "Hit",
+    "IndexedTool",
+    "ServerNote",
+    "ToolIndex",
+    "brief_schema",
+    "clamp_limit",
+    "compact_schema",
+    "find_tools_description",
+    "note_match",
+    "render_answer",
+    "server_summary",
+]

@@ -1,0 +1,328 @@
+"""The ranked index: BM25F over a tool's fields, plus name similarity for name-like queries.
+
+Pure: built once per catalog change, searched per call. Rules (see ``text`` for words):
+
+Fields and weights (BM25F)
+    Every tool is one document with fields, each of weight ``w`` and length normalisation
+    ``b`` (``FIELDS``): the upstream tool name's words (3.0), its title (2.0), description
+    (1.0), parameter names (1.0), parameter descriptions (0.4), the server name's words
+    (1.5) and the server's instructions (0.3). A term's pseudo frequency in a document is
+    ``sum(w * tf / (1 - b + b * len / avg_len))`` over the fields, and its score is
+    ``idf * f * (k1 + 1) / (f + k1)`` with ``k1 = 1.2`` and the usual BM25 idf
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``. These contributions are computed at build
+    time, so a search only adds up precomputed numbers from the postings of its terms.
+
+Query terms
+    The query's terms (``text.terms``), each counted once with weight 1; a term's verb
+    synonyms (``text.SYNONYMS``) join at ``SYNONYM_WEIGHT`` unless the query has them itself.
+
+Name similarity
+    A query of at most ``NAME_MAX_WORDS`` words is also compared as a name. Keys are
+    ``naming.normalize``-d (lowercase, ``_ - . / :`` and spaces removed), so case, wrong
+    separators and spaces do not matter. It is compared with each tool's exposed name
+    (also with every tail of the query after a separator, so client prefixes such as
+    ``mcp__patchbay__`` do not matter) at full score, and with upstream tool names at
+    ``UPSTREAM_DISCOUNT`` of the score (a right tool name with a missing or wrong server
+    ranks below the tool whose exposed name it is). rapidfuzz ``ratio`` scores 0-100;
+    at or above ``NAME_CUTOFF`` a tool gets a bonus of ``1 + (score - NAME_CUTOFF) /
+    (100 - NAME_CUTOFF)`` (1 to 2), added to its lexical score divided by the best
+    lexical score of the query (0 to 1). So an exact name ranks first, a close typo
+    ranks above every purely lexical match, and the lexical score breaks ties.
+
+Result
+    The ``limit`` (clamped to 1..``MAX_LIMIT``) best tools, best first; equal scores keep
+    catalog order. ``server`` keeps one server's tools (its name, or its ``normalize``-d
+    name); an unknown server gives no hits. A query with no terms and no name match gives
+    the server's first tools when ``server`` is given, else nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from rapidfuzz import fuzz, process
+
+from mcp_patchbay.naming import normalize
+from mcp_patchbay.search.text import SYNONYM_WEIGHT, SYNONYMS, terms
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "Hit",
+    "IndexedTool",
+    "ToolIndex",
+    "clamp_limit",
+    "note_match",
+]
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 20
+NAME_CUTOFF = 80.0
+NAME_MAX_WORDS = 3
+UPSTREAM_DISCOUNT = 0.95
+K1 = 1.2
+
+FIELDS: dict[str, tuple[float, float]] = {
+    # field: (weight, b)
+    "name": (3.0, 0.3),
+    "title": (2.0, 0.3),
+    "description": (1.0, 0.75),
+    "params": (1.0, 0.5),
+    "param_text": (0.4, 0.75),
+    "server": (1.5, 0.0),
+    "instructions": (0.3, 0.75),
+}
+
+_NAME_SPLIT = re.compile(r"__|[./:\s]+")
+_MAX_NAME_QUERY = 200
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedTool:
+    """One tool as the index sees it. ``name`` is the exposed name (``server<sep>tool``)."""
+
+    name: str
+    server: str
+    tool: str
+    description: str = ""
+    title: str | None = None
+    input_schema: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    server_instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A search result: the tool and its score (higher is better; only the order means anything)."""
+
+    tool: IndexedTool
+    score: float
+
+
+def clamp_limit(limit: int | None) -> int:
+    """``limit`` into 1..MAX_LIMIT; None (or anything not an int) is the default. Never refused."""
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return DEFAULT_LIMIT
+    return max(1, min(MAX_LIMIT, limit))
+
+
+def as_mapping(value: object) -> Mapping[str, Any] | None:
+    """``value`` as a JSON object, or None: schemas come from upstreams and may be anything."""
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+
+
+def _param_fields(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Parameter names and descriptions, two levels of nesting deep (objects, arrays of objects)."""
+    names: list[str] = []
+    texts: list[str] = []
+
+    def walk(node: Mapping[str, Any], depth: int) -> None:
+        props = as_mapping(node.get("properties"))
+        if props is not None:
+            for key, value in props.items():
+                names.append(str(key))
+                sub = as_mapping(value)
+                if sub is not None:
+                    desc = sub.get("description")
+                    if isinstance(desc, str):
+                        texts.append(desc)
+                    if depth < 2:
+                        walk(sub, depth + 1)
+        items = as_mapping(node.get("items"))
+        if items is not None and depth < 2:
+            walk(items, depth + 1)
+
+    walk(schema, 0)
+    return names, texts
+
+
+def _fields(tool: IndexedTool) -> dict[str, list[str]]:
+    param_names, param_texts = _param_fields(tool.input_schema)
+    return {
+        "name": terms(tool.tool),
+        "title": terms(tool.title or ""),
+        "description": terms(tool.description),
+        "params": terms(" ".join(param_names)),
+        "param_text": terms(" ".join(param_texts)),
+        "server": terms(tool.server),
+        "instructions": terms(tool.server_instructions or ""),
+    }
+
+
+def query_terms(query: str) -> dict[str, float]:
+    """Query term -> weight: the query's own terms at 1, their synonyms at SYNONYM_WEIGHT."""
+    own = dict.fromkeys(terms(query), 1.0)
+    weights = dict(own)
+    for term in own:
+        for synonym in SYNONYMS.get(term, ()):
+            if synonym not in own:
+                weights[synonym] = max(weights.get(synonym, 0.0), SYNONYM_WEIGHT)
+    return weights
+
+
+def note_match(query: str, *texts: str) -> float:
+    """How much of the query ``texts`` cover, 0..1: the weighted share of query terms found.
+
+    For servers that are not available (no tools to index): their names, known tool names
+    and descriptions. A query naming the server (a word of its name) covers it fully.
+    """
+    weights = {t: w for t, w in query_terms(query).items() if w == 1.0}
+    if not weights:
+        return 0.0
+    found: set[str] = set()
+    for text in texts:
+        found.update(terms(text))
+    covered = 0.0
+    for term in weights:
+        if term in found:
+            covered += 1.0
+        elif any(s in found for s in SYNONYMS.get(term, ())):
+            covered += SYNONYM_WEIGHT
+    return min(1.0, covered / len(weights))
+
+
+class ToolIndex:
+    """A search index over one catalog's tools. Build it when the catalog changes; search per call."""
+
+    def __init__(self, tools: Sequence[IndexedTool]) -> None:
+        self.tools: tuple[IndexedTool, ...] = tuple(tools)
+        self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        self._server_docs: dict[str, range | list[int]] = {}
+        self._server_keys: dict[str, str] = {}
+        self._exposed_keys: list[str] = []
+        self._exact: dict[str, list[int]] = {}
+        self._upstream_keys: list[str] = []
+        self._upstream_docs: list[list[int]] = []
+        self._build()
+
+    @classmethod
+    def build(cls, tools: Iterable[IndexedTool]) -> ToolIndex:
+        """The index of ``tools`` (their order is the tie-break order)."""
+        return cls(list(tools))
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    @property
+    def servers(self) -> list[str]:
+        """The servers with at least one indexed tool, in first-seen order."""
+        return list(self._server_docs)
+
+    def _build(self) -> None:
+        docs = [_fields(tool) for tool in self.tools]
+        count = len(docs)
+        avg = {f: (sum(len(d[f]) for d in docs) / count if count else 0.0) or 1.0 for f in FIELDS}
+        per_term: dict[str, dict[int, float]] = {}
+        for number, doc in enumerate(docs):
+            pseudo: dict[str, float] = {}
+            for name, words in doc.items():
+                if not words:
+                    continue
+                weight, b = FIELDS[name]
+                norm = weight / (1.0 - b + b * len(words) / avg[name])
+                for word in words:
+                    pseudo[word] = pseudo.get(word, 0.0) + norm
+            for word, f in pseudo.items():
+                per_term.setdefault(word, {})[number] = f * (K1 + 1.0) / (f + K1)
+        for word, postings in per_term.items():
+            idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
+            self._postings[word] = (tuple(postings), tuple(idf * v for v in postings.values()))
+
+        server_docs: dict[str, list[int]] = {}
+        upstream: dict[str, list[int]] = {}
+        for number, tool in enumerate(self.tools):
+            server_docs.setdefault(tool.server, []).append(number)
+            exposed_key = normalize(tool.name)
+            self._exposed_keys.append(exposed_key)
+            for key in dict.fromkeys((exposed_key, normalize(tool.server) + normalize(tool.tool))):
+                self._exact.setdefault(key, []).append(number)
+            upstream.setdefault(normalize(tool.tool), []).append(number)
+        self._server_docs = dict(server_docs)
+        for server in server_docs:
+            self._server_keys.setdefault(normalize(server), server)
+        self._upstream_keys = list(upstream)
+        self._upstream_docs = list(upstream.values())
+
+    # -- search -------------------------------------------------------------------------
+
+    def _server_filter(self, server: str | None) -> set[int] | None:
+        if server is None:
+            return None
+        docs = self._server_docs.get(server)
+        if docs is None:
+            real = self._server_keys.get(normalize(server))
+            docs = self._server_docs.get(real, []) if real is not None else []
+        return set(docs)
+
+    def _lexical(self, query: str, allowed: set[int] | None) -> dict[int, float]:
+        scores: dict[int, float] = {}
+        get = scores.get
+        for term, weight in query_terms(query).items():
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            for doc, value in zip(*posting, strict=True):
+                scores[doc] = get(doc, 0.0) + weight * value
+        if allowed is not None:
+            scores = {d: s for d, s in scores.items() if d in allowed}
+        return scores
+
+    def _names(self, query: str, allowed: set[int] | None) -> dict[int, float]:
+        """Doc -> name similarity (0-100) for docs at or above NAME_CUTOFF."""
+        query = query.strip()
+        if not query or len(query) > _MAX_NAME_QUERY or len(query.split()) > NAME_MAX_WORDS:
+            return {}
+        keys = [normalize(query)]
+        for match in _NAME_SPLIT.finditer(query):
+            tail = normalize(query[match.end() :])
+            if tail:
+                keys.append(tail)
+        keys = [k for k in dict.fromkeys(keys) if k]
+        found: dict[int, float] = {}
+
+        def offer(doc: int, score: float) -> None:
+            if (allowed is None or doc in allowed) and score > found.get(doc, 0.0):
+                found[doc] = score
+
+        for key in keys:
+            for doc in self._exact.get(key, ()):
+                offer(doc, 100.0)
+            for _, score, doc in process.extract(
+                key, self._exposed_keys, scorer=fuzz.ratio, processor=None, score_cutoff=NAME_CUTOFF, limit=10
+            ):
+                offer(doc, score)
+            for _, score, i in process.extract(
+                key,
+                self._upstream_keys,
+                scorer=fuzz.ratio,
+                processor=None,
+                score_cutoff=NAME_CUTOFF / UPSTREAM_DISCOUNT,
+                limit=10,
+            ):
+                for doc in self._upstream_docs[i][:MAX_LIMIT]:
+                    offer(doc, score * UPSTREAM_DISCOUNT)
+        return {d: s for d, s in found.items() if s >= NAME_CUTOFF}
+
+    def search(self, query: str, *, limit: int | None = DEFAULT_LIMIT, server: str | None = None) -> list[Hit]:
+        """The best tools for ``query``, best first (see the module docstring)."""
+        limit = clamp_limit(limit)
+        allowed = self._server_filter(server)
+        if allowed is not None and not allowed:
+            return []
+        lexical = self._lexical(query, allowed)
+        names = self._names(query, allowed)
+        top_lexical = max(lexical.values(), default=0.0) or 1.0
+        combined: dict[int, float] = {d: s / top_lexical for d, s in lexical.items()}
+        for doc, similarity in names.items():
+            bonus = 1.0 + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
+            combined[doc] = combined.get(doc, 0.0) + bonus
+        if not combined:
+            if allowed is None:
+                return []
+            return [Hit(self.tools[d], 0.0) for d in sorted(allowed)[:limit]]
+        best = heapq.nsmallest(limit, combined.items(), key=lambda item: (-item[1], item[0]))
+        return [Hit(self.tools[doc], score) for doc, score in best]

@@ -1,0 +1,274 @@
+"""The answer of ``find_tools``: structured content, its output schema, and the same as text.
+
+Pure. Rules:
+
+- Hits keep their rank order. The first ``full`` hits (default ``FULL_SCHEMAS`` = 3) carry
+  their whole ``inputSchema``, compacted (``compact_schema``); the rest carry a brief one:
+  each parameter with its type only, plus ``required`` (still a valid object schema).
+  Descriptions are cut to ``FULL_DESCRIPTION`` (full) or ``BRIEF_DESCRIPTION`` (brief)
+  characters at a word boundary, with an ellipsis.
+- ``compact_schema`` removes what carries no meaning for a caller: ``$schema``, ``$id``,
+  ``additionalProperties: false``, empty ``required``/``description``, and ``title`` where
+  it only repeats the property's name; parameter descriptions longer than
+  ``PARAM_DESCRIPTION`` characters are cut. Types, enums, formats, defaults, nesting,
+  ``$ref``/``$defs`` and required lists are kept.
+- The text is at most ``TEXT_BUDGET`` characters, always. When full schemas would push it
+  over, the lowest-ranked full hits become brief, one at a time, then the lowest-ranked
+  brief hits are dropped (and the text says how many). The structured content carries the
+  same tools at the same level of detail as the text.
+- Notes: unavailable servers whose ``match`` is at least ``NOTE_MIN_MATCH`` (or that the
+  search was restricted to) are named with their state and what to do, best match
+  first, at most ``MAX_NOTES``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from mcp_patchbay.search.index import Hit, IndexedTool, as_mapping
+
+__all__ = [
+    "FULL_SCHEMAS",
+    "OUTPUT_SCHEMA",
+    "TEXT_BUDGET",
+    "ServerNote",
+    "brief_schema",
+    "compact_schema",
+    "render_answer",
+]
+
+TEXT_BUDGET = 9_500
+FULL_SCHEMAS = 3
+FULL_DESCRIPTION = 600
+BRIEF_DESCRIPTION = 160
+PARAM_DESCRIPTION = 300
+NOTE_MIN_MATCH = 0.3
+MAX_NOTES = 5
+MAX_BRIEF_PARAMS = 12
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tools": {
+            "type": "array",
+            "description": "Matching tools, best first. Call one with patchbay__call_tool (name, arguments).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The name to pass to patchbay__call_tool."},
+                    "server": {"type": "string"},
+                    "tool": {"type": "string", "description": "The tool's name on its server."},
+                    "title": {"type": ["string", "null"]},
+                    "description": {"type": "string"},
+                    "inputSchema": {"type": "object", "description": "The JSON Schema of the arguments."},
+                    "detail": {
+                        "enum": ["full", "brief"],
+                        "description": "brief: parameters and types only; search the exact name for the full schema.",
+                    },
+                },
+                "required": ["name", "server", "tool", "title", "description", "inputSchema", "detail"],
+            },
+        },
+        "omitted": {"type": "integer", "minimum": 0, "description": "Matches left out to keep the answer short."},
+        "unavailable": {
+            "type": "array",
+            "description": "Servers that may have matching tools but cannot serve now.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "server": {"type": "string"},
+                    "state": {"type": "string"},
+                    "action": {"type": "string"},
+                },
+                "required": ["server", "state", "action"],
+            },
+        },
+    },
+    "required": ["tools"],
+}
+"""The ``outputSchema`` of ``find_tools``; every ``render_answer`` structured answer satisfies it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerNote:
+    """A server that cannot serve now. ``match`` (0..1) is how well what is known of it
+    (name, tool names, description) matches the query: ``index.note_match`` computes it."""
+
+    server: str
+    state: str
+    """Short and free of internals: "starting", "down", "needs sign-in"."""
+    action: str
+    """What the caller can do: "try again in a few seconds", "ask the user to sign in"."""
+    match: float = 0.0
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:.") + "…"
+
+
+def _names_itself(key: str, title: object) -> bool:
+    if not isinstance(title, str):
+        return False
+    squash = str.maketrans("", "", "_- ")
+    return title.translate(squash).lower() == key.translate(squash).lower()
+
+
+def compact_schema(schema: Mapping[str, Any], *, param_description: int = PARAM_DESCRIPTION) -> dict[str, Any]:
+    """``schema`` without meaningless parts (see the module docstring); a new dict."""
+
+    def walk(node: object, key: str | None) -> object:
+        mapping = as_mapping(node)
+        if mapping is not None:
+            out: dict[str, object] = {}
+            for name, value in mapping.items():
+                if name in ("$schema", "$id") or (name == "additionalProperties" and value is False):
+                    continue
+                if name in ("required", "description", "examples") and value in ([], "", None):
+                    continue
+                if name == "title" and key is not None and _names_itself(key, value):
+                    continue
+                children = as_mapping(value)
+                if name == "description" and isinstance(value, str):
+                    out[name] = _cut(value, param_description)
+                elif name in ("properties", "$defs", "definitions", "patternProperties") and children is not None:
+                    out[name] = {str(p): walk(sub, str(p)) for p, sub in children.items()}
+                else:
+                    out[name] = walk(value, None)
+            return out
+        if isinstance(node, list):
+            return [walk(item, None) for item in cast("list[object]", node)]
+        return node
+
+    result: dict[str, Any] = dict(as_mapping(walk(schema, None)) or {})
+    result.setdefault("type", "object")
+    return result
+
+
+def _type_of(sub: object) -> object:
+    mapping = as_mapping(sub)
+    if mapping is None:
+        return None
+    kind: object = mapping.get("type")
+    if isinstance(kind, list):
+        return [str(k) for k in cast("list[object]", kind)]
+    return kind if isinstance(kind, str) else None
+
+
+def brief_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters with their types only, and ``required``: still a valid object schema."""
+    brief: dict[str, Any] = {"type": "object"}
+    props = as_mapping(schema.get("properties"))
+    if props is not None:
+        brief["properties"] = {
+            str(key): ({"type": kind} if kind is not None else {})
+            for key, kind in ((k, _type_of(v)) for k, v in list(props.items())[:MAX_BRIEF_PARAMS])
+        }
+    required: object = schema.get("required")
+    if isinstance(required, list) and required:
+        brief["required"] = [str(r) for r in cast("list[object]", required)]
+    return brief
+
+
+def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "server": tool.server,
+        "tool": tool.tool,
+        "title": tool.title,
+        "description": _cut(tool.description, FULL_DESCRIPTION if full else BRIEF_DESCRIPTION),
+        "inputSchema": compact_schema(tool.input_schema) if full else brief_schema(tool.input_schema),
+        "detail": "full" if full else "brief",
+    }
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _entry_text(rank: int, entry: Mapping[str, Any]) -> str:
+    title = f" ({entry['title']})" if entry["title"] and entry["title"] != entry["tool"] else ""
+    head = f"{rank}. {entry['name']}{title}: {entry['description'] or '(no description)'}"
+    schema: Mapping[str, Any] = entry["inputSchema"]
+    if entry["detail"] == "full":
+        return f"{head}\n   arguments schema: {_dumps(schema)}"
+    props = as_mapping(schema.get("properties")) or {}
+    required = set(cast("list[str]", schema.get("required") or []))
+    params = ", ".join(p + ("*" if p in required else "") for p in props)
+    return f"{head}\n   arguments: {params or 'none'}"
+
+
+def _header(count: int, query: str, call_tool: str) -> str:
+    if count == 0:
+        return f"No tools match {_dumps(query)}. Try other words, or fewer."
+    return (
+        f"{count} tool{'s' if count != 1 else ''} for {_dumps(query)}, best first. "
+        f'Call one with {call_tool} {{"name": "<name>", "arguments": {{...}}}}.'
+    )
+
+
+def _notes(notes: Sequence[ServerNote], server: str | None) -> list[dict[str, str]]:
+    kept = [n for n in notes if n.match >= NOTE_MIN_MATCH or (server is not None and n.server == server)]
+    kept.sort(key=lambda n: (-n.match, n.server))
+    return [{"server": n.server, "state": _cut(n.state, 40), "action": _cut(n.action, 160)} for n in kept[:MAX_NOTES]]
+
+
+def _text(
+    query: str, entries: Sequence[Mapping[str, Any]], omitted: int, unavailable: Sequence[Mapping[str, str]], call: str
+) -> str:
+    lines = [_header(len(entries), query, call)]
+    lines.extend(_entry_text(rank, entry) for rank, entry in enumerate(entries, 1))
+    if any(e["detail"] == "brief" for e in entries):
+        lines.append("(* required. Search a tool's exact name for its full arguments schema.)")
+    if omitted:
+        lines.append(f"({omitted} more matches left out to keep this short.)")
+    for note in unavailable:
+        lines.append(f"Also possibly relevant, {note['server']} is {note['state']}: {note['action']}")
+    return "\n".join(lines)
+
+
+def render_answer(
+    hits: Sequence[Hit],
+    *,
+    query: str,
+    unavailable: Sequence[ServerNote] = (),
+    server: str | None = None,
+    full: int = FULL_SCHEMAS,
+    budget: int = TEXT_BUDGET,
+    call_tool: str = "patchbay__call_tool",
+) -> tuple[dict[str, Any], str]:
+    """(structuredContent, text) for ``hits``; the text is at most ``budget`` characters."""
+    notes = _notes(unavailable, server)
+    query_shown = _cut(query, 200)
+    levels = [index < full for index in range(len(hits))]
+    entries = [_entry(hit.tool, full_) for hit, full_ in zip(hits, levels, strict=True)]
+    omitted = 0
+    text = _text(query_shown, entries, omitted, notes, call_tool)
+    while len(text) > budget:
+        if any(e["detail"] == "full" for e in entries):
+            last = max(i for i, e in enumerate(entries) if e["detail"] == "full")
+            entries[last] = _entry(hits[last].tool, False)
+        elif entries:
+            entries.pop()
+            omitted += 1
+        elif notes:
+            notes.pop()
+        else:
+            text = text[: budget - 1] + "…"
+            break
+        text = _text(query_shown, entries, omitted, notes, call_tool)
+    structured: dict[str, Any] = {"tools": entries}
+    if omitted:
+        structured["omitted"] = omitted
+    if notes:
+        structured["unavailable"] = notes
+    return structured, text
