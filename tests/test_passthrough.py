@@ -241,7 +241,7 @@ async def test_without_client_sampling_the_upstream_is_told_clearly() -> None:
     upstreams = MemoryUpstreams({"asker": make_server("asker", {"ask": FakeTool(ask)})})
     async with connected(config, upstreams) as (proxy, client):
         result = await client.call_tool("asker__ask", {})
-        caps = proxy.supervisor.upstreams["asker"].downstream
+        caps = proxy.supervisor.upstreams["asker"].client
         assert caps is not None and caps.client_capabilities() is not None
     assert result_text(result).startswith("refused")
 

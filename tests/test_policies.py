@@ -7,12 +7,12 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_patchbay.deadlines import Deadline
 from mcp_patchbay.errors import ClientError, Code, NotDelivered, SessionExpired, UpstreamError
 from mcp_patchbay.policies import (
     BreakerState,
     Bulkhead,
     CircuitBreaker,
-    Deadline,
     RawResult,
     RetryPolicy,
     ToolCall,

@@ -27,8 +27,8 @@ import anyio
 import anyio.abc
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.deadlines import ProgressFn
 from mcp_patchbay.jsonrpc import RequestId, is_request_id
-from mcp_patchbay.policies import ProgressFn
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ order, outermost first:
   outcome per logical call, after retries, a timeout included (a hanging upstream
   must trip it like a failing one).
 - The deadline next, so the timeout counts from the request's arrival to the reply,
-  queue wait and retries included (the breaker check takes no time). Progress from
-  the upstream extends it, up to ``max_call_time``.
+  queue wait and retries included (the breaker check takes no time). How progress
+  extends it, and elicitation pauses it, is ``deadlines``' to say.
 - The bulkhead holds a slot for the whole call, retries included, so a retrying
   call cannot be overtaken into an overloaded upstream.
 - Retry is innermost: only a request that never reached the upstream, or a call
@@ -33,45 +33,10 @@ from typing import Any
 
 import anyio
 
+from mcp_patchbay.deadlines import Clock, Deadline, ProgressFn
 from mcp_patchbay.errors import Code, NotDelivered, PatchbayError, SessionExpired, UpstreamError
 
-Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-
-
-class Deadline:
-    """When a call must be answered by. Progress pushes it out, never past the hard cap."""
-
-    __slots__ = ("_clock", "_scope", "at", "hard", "started", "timeout")
-
-    def __init__(self, timeout: float, max_total: float, clock: Clock = time.monotonic) -> None:
-        self._clock = clock
-        self.started = clock()
-        self.timeout = timeout
-        self.hard = self.started + max(timeout, max_total)
-        self.at = self.started + timeout
-        self._scope: anyio.CancelScope | None = None
-
-    def remaining(self) -> float:
-        return self.at - self._clock()
-
-    def extend(self) -> None:
-        self.at = min(self._clock() + self.timeout, self.hard)
-        if self._scope is not None:
-            self._scope.deadline = anyio.current_time() + max(0.0, self.remaining())
-
-    def pause(self) -> None:
-        if self._scope is not None:
-            self._scope.deadline = math.inf
-
-    def resume(self) -> None:
-        """A fresh timeout from now; the hard cap moves with it (the wait was a person's, not the server's)."""
-        self.hard = max(self.hard, self._clock() + self.timeout)
-        self.extend()
-
-    def elapsed(self) -> float:
-        return self._clock() - self.started
 
 
 @dataclass(slots=True)
@@ -97,11 +62,11 @@ Handler = Callable[[ToolCall], Awaitable[RawResult]]
 def with_deadline(inner: Handler) -> Handler:
     async def handle(call: ToolCall) -> RawResult:
         deadline = call.deadline
-        with anyio.CancelScope(deadline=anyio.current_time() + max(0.0, deadline.remaining())) as scope:
-            deadline._scope = scope  # pyright: ignore[reportPrivateUsage] - Deadline and this policy are one unit
+        with anyio.CancelScope() as scope:
+            deadline.bind(scope)
             return await inner(call)
         # Only our own deadline lands here: an outer cancellation propagates out of the scope.
-        limit = deadline.timeout if deadline.at < deadline.hard else deadline.hard - deadline.started
+        limit = deadline.limit()
         raise UpstreamError(
             Code.TIMEOUT,
             f"Tool '{call.tool}' on server '{call.server}' did not finish within {limit:g}s and was cancelled. "

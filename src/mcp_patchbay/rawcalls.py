@@ -25,8 +25,8 @@ from typing import Any, Protocol, cast
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.deadlines import ProgressFn
 from mcp_patchbay.jsonrpc import encode
-from mcp_patchbay.policies import ProgressFn
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
-from mcp_patchbay.policies import ProgressFn
+from mcp_patchbay.deadlines import ProgressFn
 
 
 def sdk_internals_problem(session: ClientSession) -> str | None:

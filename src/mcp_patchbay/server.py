@@ -6,9 +6,8 @@ becomes an ``isError`` tool result (``errors.to_result``), or a JSON-RPC error f
 requests that have no result form (prompts, resources) and for unknown tools when
 ``unknown_tool`` is ``"error"``. Everything inside raises.
 
-The proxy also stands in for the client towards the upstreams (``Downstream``):
-sampling, elicitation and roots requests and upstream notifications are passed to
-the client over the session captured when the client first spoke.
+What upstreams ask of the client (sampling, elicitation, roots, notifications) goes
+through ``client_channel``; the client's stdio wire is ``client_wire``.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ import json
 import logging
 import subprocess
 import time
-from contextlib import AsyncExitStack
-from typing import Any, cast
+from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -26,13 +25,11 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
-    ResourceUpdated,
     ServerEvent,
     ToolsListChanged,
 )
@@ -41,8 +38,10 @@ from pydantic import BaseModel
 
 from mcp_patchbay import __version__
 from mcp_patchbay.catalog import CatalogTool, owner_of_uri
+from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
+from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import (
     ClientError,
     Code,
@@ -54,7 +53,8 @@ from mcp_patchbay.errors import (
 )
 from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
-from mcp_patchbay.policies import Deadline, ProgressFn, ToolCall
+from mcp_patchbay.policies import ToolCall
+from mcp_patchbay.results import bounded
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import Connector, State, Upstream
 
@@ -62,10 +62,6 @@ logger = logging.getLogger("mcp_patchbay.server")
 
 STATUS_URI = "patchbay://status"
 STATUS_TOOL = "patchbay__status"
-CLIENT_HELLO_WAIT = 2.0
-"""Upstreams start once the client's first request arrives (it names the client's
-features) or after this long, whichever comes first."""
-
 RESOURCE_NOT_FOUND = -32002
 _LIST_EVENTS: dict[str, ServerEvent] = {
     "tools": ToolsListChanged(),
@@ -103,17 +99,16 @@ class Proxy:
     ) -> None:
         self.config = config
         self.settings = config.settings
-        self._session: ServerSession | None = None
-        self._client_caps: types.ClientCapabilities | None = None
-        self._client_hello = anyio.Event()
+        self._bus = InMemorySubscriptionBus()
+        self.channel = SessionChannel(self._bus, self._pause_deadlines)
         self._served: dict[str, object] = {}
         """Each list as the client was last served it, by kind: what a change is measured against."""
         self._told: set[str] = set()
         """Kinds the client was told changed and has not listed since: one notice is enough."""
         self.supervisor = Supervisor(
             config,
-            downstream=self,
-            wait_for_client=self._await_client,
+            client=self.channel,
+            wait_for_client=self.channel.wait_for_client,
             connector=connector,
             prespawned=prespawned or {},
         )
@@ -122,7 +117,6 @@ class Proxy:
         self._log_level: types.LoggingLevel | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._pending_changes: set[str] = set()
-        self._bus = InMemorySubscriptionBus()
         self._changes = anyio.Event()
         self.server = self._build_server()
         self.lane = CallLane(self.run_tool)
@@ -188,29 +182,9 @@ class Proxy:
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: learn who the client is from its first request."""
-        if not self._client_hello.is_set() and ctx.request_id is not None:
-            self._session = ctx.session
-            if ctx.method == "initialize":
-                try:
-                    init = types.InitializeRequestParams.model_validate(ctx.params or {}, by_name=False)
-                    self._client_caps = init.capabilities
-                    logger.info(
-                        "client %s %s connected (protocol %s)",
-                        init.client_info.name,
-                        init.client_info.version,
-                        init.protocol_version,
-                    )
-                except Exception:
-                    logger.debug("could not read the client's initialize params", exc_info=True)
-            else:
-                self._client_caps = ctx.session.client_capabilities
-            self._client_hello.set()
+        """Middleware: the channel back to the client learns it from its first request."""
+        self.channel.meet(ctx)
         return await call_next(ctx)
-
-    async def _await_client(self) -> None:
-        with anyio.move_on_after(CLIENT_HELLO_WAIT):
-            await self._client_hello.wait()
 
     # --- change notifications -------------------------------------------------------------
 
@@ -252,7 +226,7 @@ class Proxy:
                 continue
             for kind in changed:
                 await self._bus.publish(_LIST_EVENTS[kind])
-            session = self._session
+            session = self.channel.session
             if session is None:
                 continue
             try:
@@ -329,7 +303,9 @@ class Proxy:
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
             result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress, meta))
-            result = self._bounded(result, target)
+            result = bounded(
+                result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
+            )
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
                     "call %s -> %s/%s ok%s in %.1f ms",
@@ -411,28 +387,6 @@ class Proxy:
         if self.settings.unknown_tool == "error" and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS):
             raise to_mcp_error(error)
         return _dump(to_result(error))
-
-    def _bounded(self, result: dict[str, Any], target: CatalogTool) -> dict[str, Any]:
-        """Apply ``max_result_bytes``: truncate text with a note; refuse oversize structured content."""
-        limit = self.settings.max_result_bytes
-        size = sum(_block_size(block) for block in result.get("content") or ())
-        structured = result.get("structuredContent")
-        if size <= limit and structured is None:
-            return result
-        structured_size = len(json.dumps(structured)) if structured is not None else 0
-        if size + structured_size <= limit:
-            return result
-        text_size = sum(_block_size(b) for b in result.get("content") or () if _is_text(b))
-        if structured_size > limit or size - text_size + structured_size > limit:
-            raise UpstreamError(
-                Code.RESULT_TOO_LARGE,
-                f"The result of '{target.exposed}' is too large to return ({size + structured_size:,} characters, "
-                f"most of it not text that could be shortened; the limit is {limit:,}). Ask for less, for example "
-                "with a narrower query.",
-                server=target.server,
-                tool=target.upstream_name,
-            )
-        return _truncate(result, limit - (size - text_size) - structured_size)
 
     def _status_result(self) -> dict[str, Any]:
         snapshot = self.status_snapshot()
@@ -609,61 +563,13 @@ class Proxy:
         if self._log_level is not None and self._tg is not None:
             self._tg.start_soon(_set_upstream_level, upstream, self._log_level)
 
+    def _pause_deadlines(self, server: str) -> AbstractContextManager[None]:
+        upstream = self.supervisor.upstreams.get(server)
+        return upstream.deadlines.paused() if upstream is not None else nullcontext()
+
     async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
         for upstream in self.supervisor.upstreams.values():
             await upstream.send_notification(types.RootsListChangedNotification())
-
-    # --- Downstream: the upstreams' way to the client --------------------------------------
-
-    def client_capabilities(self) -> types.ClientCapabilities | None:
-        return self._client_caps
-
-    async def create_message(
-        self, server: str, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
-        return await self._ask_client(server, types.CreateMessageRequest(params=params), types.CreateMessageResult)
-
-    async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        upstream = self.supervisor.upstreams.get(server)
-        if upstream is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="server removed")
-        with upstream.paused_deadlines():
-            return await self._ask_client(server, types.ElicitRequest(params=params), types.ElicitResult)
-
-    async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData:
-        return await self._ask_client(server, types.ListRootsRequest(), types.ListRootsResult)
-
-    async def _ask_client(self, server: str, request: Any, result_type: type[Any]) -> Any:
-        session = self._session
-        if session is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
-        try:
-            return await session.send_request(request, result_type)
-        except MCPError as exc:
-            return exc.error
-        except Exception as exc:
-            logger.warning("forwarding %s from '%s' to the client failed: %r", request.method, server, exc)
-            return types.ErrorData(
-                code=types.INTERNAL_ERROR, message=f"The client could not answer {request.method} through the proxy."
-            )
-
-    async def notify(self, server: str, notification: types.ServerNotification) -> None:
-        session = self._session
-        if session is None:
-            return
-        match notification:
-            case types.LoggingMessageNotification(params=p):
-                logger_name = f"{server}/{p.logger}" if p.logger else server
-                await session.send_notification(
-                    types.LoggingMessageNotification(
-                        params=types.LoggingMessageNotificationParams(level=p.level, logger=logger_name, data=p.data)
-                    )
-                )
-            case types.ResourceUpdatedNotification(params=p):
-                await self._bus.publish(ResourceUpdated(uri=str(p.uri)))
-                await session.send_notification(notification)
-            case _:
-                pass
 
 
 def _context_progress(ctx: ServerRequestContext[Any, Any]) -> ProgressFn | None:
@@ -700,54 +606,6 @@ def _status_tool() -> types.Tool:
         input_schema={"type": "object", "properties": {}},
         annotations=types.ToolAnnotations(read_only_hint=True),
     )
-
-
-def _block_size(block: Any) -> int:
-    """Characters a content block carries (text, base64 data, embedded resource text or blob)."""
-    if not isinstance(block, dict):
-        return 0
-    item = cast("dict[str, Any]", block)
-    kind = item.get("type")
-    if kind == "text":
-        return len(item.get("text") or "")
-    if kind in ("image", "audio"):
-        return len(item.get("data") or "")
-    if kind == "resource":
-        resource = item.get("resource")
-        if isinstance(resource, dict):
-            inner = cast("dict[str, Any]", resource)
-            return len(inner.get("text") or inner.get("blob") or "")
-    return 0
-
-
-def _is_text(block: Any) -> bool:
-    return isinstance(block, dict) and cast("dict[str, Any]", block).get("type") == "text"
-
-
-def _truncate(result: dict[str, Any], limit: int) -> dict[str, Any]:
-    """Cut text blocks so that their total is ``limit`` characters, and say so."""
-    remaining = limit
-    cut_total = 0
-    text_total = 0
-    blocks: list[Any] = []
-    for block in result.get("content") or ():
-        kept: Any = block
-        item = cast("dict[str, Any]", block) if isinstance(block, dict) else {}
-        if item.get("type") == "text":
-            text = cast("str", item.get("text") or "")
-            text_total += len(text)
-            if len(text) > remaining:
-                cut_total += len(text) - remaining
-                kept = {**item, "text": text[:remaining]}
-                text = text[:remaining]
-            remaining -= len(text)
-        blocks.append(kept)
-    note = (
-        f"[mcp-patchbay: this result was truncated: {cut_total:,} of its {text_total:,} characters of text were "
-        "cut to keep it within the proxy's size limit (max_result_bytes). Ask for less to see everything.]"
-    )
-    blocks.append({"type": "text", "text": note})
-    return {**result, "content": blocks}
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:

@@ -20,10 +20,10 @@ import math
 import random
 import subprocess
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -36,7 +36,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay import __version__
+from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
+from mcp_patchbay.deadlines import DeadlineSet, extending
 from mcp_patchbay.errors import (
     HTTP_STATUS_KEY,
     Code,
@@ -49,9 +51,7 @@ from mcp_patchbay.jsonrpc import request_id_in
 from mcp_patchbay.policies import (
     Bulkhead,
     CircuitBreaker,
-    Deadline,
     Handler,
-    ProgressFn,
     RawResult,
     RetryPolicy,
     ToolCall,
@@ -108,22 +108,6 @@ class Listing:
     resources: tuple[types.Resource, ...] = ()
     templates: tuple[types.ResourceTemplate, ...] = ()
     prompts: tuple[types.Prompt, ...] = ()
-
-
-class Downstream(Protocol):
-    """What an upstream may ask of the client on the other side of the proxy."""
-
-    def client_capabilities(self) -> types.ClientCapabilities | None: ...
-
-    async def create_message(
-        self, server: str, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData: ...
-
-    async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData: ...
-
-    async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData: ...
-
-    async def notify(self, server: str, notification: types.ServerNotification) -> None: ...
 
 
 class HttpStatuses:
@@ -183,7 +167,8 @@ class Upstream:
     entry: ServerEntry
     settings: Settings
     on_change: Callable[[Upstream], None]
-    downstream: Downstream | None = None
+    client: ClientChannel | None = None
+    """The channel back to the client, for what this upstream asks of it."""
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
     prespawned: subprocess.Popen[bytes] | None = None
@@ -205,7 +190,8 @@ class Upstream:
     _lost: anyio.Event = field(default_factory=anyio.Event)
     _stopping: bool = False
     _created: float = field(default_factory=time.monotonic)
-    _deadlines: set[Deadline] = field(default_factory=lambda: set[Deadline]())
+    deadlines: DeadlineSet = field(default_factory=DeadlineSet)
+    """This upstream's calls in flight, paused while a person answers its elicitation."""
 
     def __post_init__(self) -> None:
         self.name = self.entry.name
@@ -331,26 +317,22 @@ class Upstream:
         deadline = call.deadline
         on_progress = call.on_progress
 
-        # Progress extends the deadline only for a client that asked for progress: it resets its
-        # own timer on each notification. Any other client keeps its own timer running, so the
-        # proxy's ``timeout`` must hold (and end the call before the client gives up on it).
-        progress = None if on_progress is None else _extending(deadline, on_progress)
+        # Progress extends the deadline only for a client that asked for it (see deadlines).
+        progress = None if on_progress is None else extending(deadline, on_progress)
 
         params: dict[str, Any] = {"name": call.tool}
         if call.arguments is not None:
             params["arguments"] = call.arguments
         if call.meta:
             params["_meta"] = dict(call.meta)
-        self._deadlines.add(deadline)
         try:
-            if raw is not None:
-                result = await raw.request("tools/call", params, progress)
-            else:
-                result = await send_raw(session, "tools/call", params, progress)
+            with self.deadlines.tracking(deadline):
+                if raw is not None:
+                    result = await raw.request("tools/call", params, progress)
+                else:
+                    result = await send_raw(session, "tools/call", params, progress)
         except Exception as exc:
             raise self._failure(exc, call.tool, lost) from exc
-        finally:
-            self._deadlines.discard(deadline)
         if not _is_call_result(result):
             raise UpstreamError(
                 Code.PROTOCOL_ERROR,
@@ -361,18 +343,6 @@ class Upstream:
                 tool=call.tool,
             )
         return result
-
-    @contextmanager
-    def paused_deadlines(self) -> Generator[None, None, None]:
-        """While a person answers an elicitation, this upstream's calls do not time out."""
-        paused = list(self._deadlines)
-        for deadline in paused:
-            deadline.pause()
-        try:
-            yield
-        finally:
-            for deadline in paused:
-                deadline.resume()
 
     async def request(
         self, request: types.ClientRequest, result_type: type[Any], *, what: str, timeout: float | None = None
@@ -674,15 +644,15 @@ class Upstream:
             case types.ResourceListChangedNotification():
                 await self.refresh("resources")
             case _:
-                if self.downstream is not None:
-                    await self.downstream.notify(self.name, message)
+                if self.client is not None:
+                    await self.client.notify(self.name, message)
 
     def _client_callbacks(self) -> dict[str, Any]:
         """Offer the upstream only what the client on the other side can do."""
-        downstream = self.downstream
-        if downstream is None:
+        client = self.client
+        if client is None:
             return {}
-        caps = downstream.client_capabilities()
+        caps = client.client_capabilities()
         if caps is None:
             return {}
         callbacks: dict[str, Any] = {}
@@ -692,7 +662,7 @@ class Upstream:
             async def sampling(
                 ctx: ClientRequestContext, params: types.CreateMessageRequestParams
             ) -> types.CreateMessageResult | types.ErrorData:
-                return await downstream.create_message(name, params)
+                return await client.create_message(name, params)
 
             callbacks["sampling_callback"] = sampling
             callbacks["sampling_capabilities"] = caps.sampling
@@ -701,13 +671,13 @@ class Upstream:
             async def elicitation(
                 ctx: ClientRequestContext, params: types.ElicitRequestParams
             ) -> types.ElicitResult | types.ErrorData:
-                return await downstream.elicit(name, params)
+                return await client.elicit(name, params)
 
             callbacks["elicitation_callback"] = elicitation
         if caps.roots is not None:
 
             async def roots(ctx: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-                return await downstream.list_roots(name)
+                return await client.list_roots(name)
 
             callbacks["list_roots_callback"] = roots
         return callbacks
@@ -731,16 +701,6 @@ class Upstream:
             "in_flight": self.bulkhead.in_flight,
             "ready_after_ms": None if self.first_ready_after is None else round(self.first_ready_after * 1000),
         }
-
-
-def _extending(deadline: Deadline, forward: ProgressFn) -> ProgressFn:
-    """Progress passed on to the client, each notification extending the call's deadline."""
-
-    async def progress(progress: float, total: float | None, message: str | None) -> None:
-        deadline.extend()
-        await forward(progress, total, message)
-
-    return progress
 
 
 def _is_call_result(result: Any) -> bool:
@@ -843,4 +803,4 @@ async def _stdio_link(
         yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
 
 
-__all__ = ["Downstream", "Listing", "State", "Upstream"]
+__all__ = ["Listing", "State", "Upstream"]
