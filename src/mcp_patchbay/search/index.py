@@ -38,6 +38,7 @@ Result
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import re
@@ -48,7 +49,7 @@ from typing import Any, cast
 from rapidfuzz import fuzz, process
 
 from mcp_patchbay.naming import normalize
-from mcp_patchbay.search.text import SYNONYM_WEIGHT, SYNONYMS, terms
+from mcp_patchbay.search.text import STOP_WORDS, SYNONYM_WEIGHT, SYNONYMS, split_words, terms
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -65,6 +66,14 @@ MAX_LIMIT = 20
 NAME_CUTOFF = 80.0
 NAME_MAX_WORDS = 3
 UPSTREAM_DISCOUNT = 0.95
+NAME_COVER = 0.3
+"""Added (in units of the best lexical score) times the share of a tool's name words the query has."""
+COVER_DEPTH = 100
+SERVER_MENTION = 1.25
+"""A tool's lexical score is multiplied by this when the query names its server."""
+MIN_PREFIX = 4
+PREFIX_WEIGHT = 0.3
+PREFIX_MAX = 5
 K1 = 1.2
 
 FIELDS: dict[str, tuple[float, float]] = {
@@ -193,6 +202,9 @@ class ToolIndex:
         self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
         self._server_docs: dict[str, range | list[int]] = {}
         self._server_keys: dict[str, str] = {}
+        self._server_words: dict[str, set[str]] = {}
+        self._name_words: list[frozenset[str]] = []
+        self._vocabulary: list[str] = []
         self._exposed_keys: list[str] = []
         self._exact: dict[str, list[int]] = {}
         self._upstream_keys: list[str] = []
@@ -214,6 +226,9 @@ class ToolIndex:
 
     def _build(self) -> None:
         docs = [_fields(tool) for tool in self.tools]
+        for tool, doc in zip(self.tools, docs, strict=True):
+            own = set(terms(tool.server))
+            self._name_words.append(frozenset(w for w in doc["name"] if w not in own) or frozenset(doc["name"]))
         count = len(docs)
         avg = {f: (sum(len(d[f]) for d in docs) / count if count else 0.0) or 1.0 for f in FIELDS}
         per_term: dict[str, dict[int, float]] = {}
@@ -232,6 +247,7 @@ class ToolIndex:
             idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
             self._postings[word] = (tuple(postings), tuple(idf * v for v in postings.values()))
 
+        self._vocabulary = sorted(self._postings)
         server_docs: dict[str, list[int]] = {}
         upstream: dict[str, list[int]] = {}
         for number, tool in enumerate(self.tools):
@@ -242,6 +258,7 @@ class ToolIndex:
                 self._exact.setdefault(key, []).append(number)
             upstream.setdefault(normalize(tool.tool), []).append(number)
         self._server_docs = dict(server_docs)
+        self._server_words = {s: {*split_words(s), normalize(s)} for s in server_docs}
         for server in server_docs:
             self._server_keys.setdefault(normalize(server), server)
         self._upstream_keys = list(upstream)
@@ -258,10 +275,26 @@ class ToolIndex:
             docs = self._server_docs.get(real, []) if real is not None else []
         return set(docs)
 
+    def _expand(self, weights: dict[str, float]) -> dict[str, float]:
+        """Add the index's words that a query word of MIN_PREFIX letters or more begins
+        ("mongo" -> "mongodb"), at PREFIX_WEIGHT of its weight, at most PREFIX_MAX each."""
+        if not PREFIX_WEIGHT:
+            return weights
+        out = dict(weights)
+        for term, weight in weights.items():
+            if len(term) < MIN_PREFIX or weight < 1.0:
+                continue
+            start = bisect.bisect_right(self._vocabulary, term)
+            for word in self._vocabulary[start : start + PREFIX_MAX]:
+                if not word.startswith(term):
+                    break
+                out[word] = max(out.get(word, 0.0), weight * PREFIX_WEIGHT)
+        return out
+
     def _lexical(self, query: str, allowed: set[int] | None) -> dict[int, float]:
         scores: dict[int, float] = {}
         get = scores.get
-        for term, weight in query_terms(query).items():
+        for term, weight in self._expand(query_terms(query)).items():
             posting = self._postings.get(term)
             if posting is None:
                 continue
@@ -270,6 +303,17 @@ class ToolIndex:
         if allowed is not None:
             scores = {d: s for d, s in scores.items() if d in allowed}
         return scores
+
+    def _mentioned_servers(self, query: str) -> set[int]:
+        """Docs of the servers the query names: a query word is a word of the server's name
+        (or its whole name), or a prefix of one at least MIN_PREFIX long ("mongo")."""
+        docs: set[int] = set()
+        words = [w for w in split_words(query) if w not in STOP_WORDS]
+        for server, numbers in self._server_docs.items():
+            own = self._server_words[server]
+            if any(w in own or (len(w) >= MIN_PREFIX and any(o.startswith(w) for o in own)) for w in words):
+                docs.update(numbers)
+        return docs
 
     def _names(self, query: str, allowed: set[int] | None) -> dict[int, float]:
         """Doc -> name similarity (0-100) for docs at or above NAME_CUTOFF."""
@@ -314,9 +358,20 @@ class ToolIndex:
         if allowed is not None and not allowed:
             return []
         lexical = self._lexical(query, allowed)
+        mentioned = self._mentioned_servers(query)
+        if mentioned:
+            lexical = {d: s * SERVER_MENTION if d in mentioned else s for d, s in lexical.items()}
         names = self._names(query, allowed)
         top_lexical = max(lexical.values(), default=0.0) or 1.0
         combined: dict[int, float] = {d: s / top_lexical for d, s in lexical.items()}
+        if NAME_COVER and combined:
+            weights = query_terms(query)
+            depth = heapq.nlargest(COVER_DEPTH, combined.items(), key=lambda item: item[1])
+            for doc, score in depth:
+                words = self._name_words[doc]
+                if words:
+                    cover = sum(weights.get(w, 0.0) for w in words) / len(words)
+                    combined[doc] = score + NAME_COVER * cover
         for doc, similarity in names.items():
             bonus = 1.0 + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
             combined[doc] = combined.get(doc, 0.0) + bonus
