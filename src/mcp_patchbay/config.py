@@ -397,6 +397,11 @@ class Settings(BaseModel, frozen=True):
     characters. Cursor caps server name + tool name at 60.
     """
 
+    registered_as: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """The name the client knows the proxy by (``claude mcp add NAME``). Clients prefix tool
+    names with it (Claude Code sends ``mcp__NAME__tool``, limit 64), so when it is set the
+    exposed names are shortened to fit every known client; ``check`` warns of any that do not."""
+
     unknown_tool: Literal["result", "error"] = "result"
     """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
 
@@ -435,6 +440,13 @@ class Settings(BaseModel, frozen=True):
 
     watch: bool = True
     """Reload the config when the file changes."""
+
+    @field_validator("registered_as")
+    @classmethod
+    def _check_registered_as(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(c.isspace() or not c.isprintable() for c in value)):
+            raise ValueError("expected the name the client registered the proxy under, without spaces")
+        return value
 
     @field_validator("separator")
     @classmethod

@@ -23,6 +23,7 @@ import anyio.abc
 from mcp_patchbay import arguments
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.config import Config, ServerEntry
+from mcp_patchbay.naming import name_budget
 from mcp_patchbay.spawn import discard
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.upstream import Connector, Downstream, State, Upstream
@@ -166,7 +167,7 @@ class Supervisor:
         self.catalog = build_catalog(
             sources,
             separator=settings.separator,
-            max_length=settings.max_name_length,
+            max_length=name_budget(settings.max_name_length, settings.registered_as),
             validate_arguments=settings.validate_arguments,
             checkers=self._checkers,
         )
