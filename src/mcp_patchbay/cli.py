@@ -1,8 +1,17 @@
-"""Command line: ``mcp-patchbay [serve] --config PATH`` and ``mcp-patchbay check --config PATH``.
+"""Command line: ``mcp-patchbay [serve|check] [CONFIG]`` (or ``--config CONFIG``, or ``$PATCHBAY_CONFIG``).
 
 ``serve`` (the default) speaks MCP on stdin/stdout; logs go to stderr (and
 ``--log-file``), never stdout. ``check`` connects to every upstream once and prints
 one line per server; it is what a user runs first.
+
+The config may be given as a positional argument because some clients take
+``--config`` (and ``--log-level``) for themselves even after ``--`` (MCP Inspector);
+``$PATCHBAY_LOG_LEVEL`` is the level's other way in. Clients show or record every stderr
+line of a server (Claude Code logs each as an error), so stderr gets WARNING and above
+by default: a healthy start writes nothing there. ``--log-file`` gets INFO by default.
+
+Shutdown (SIGTERM, SIGINT, the client closing stdin) signals every upstream group at
+once (``stdio.shutdown``); see ``spawn`` for what happens when the proxy is killed.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,28 +45,114 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_patchbay")
 
 EXIT_CONFIG = 2
+COMMANDS = ("serve", "check")
+DEFAULT_STDERR_LEVEL = "WARNING"
+"""What a client's log gets: problems only (a healthy start writes nothing to stderr)."""
+DEFAULT_FILE_LEVEL = "INFO"
+"""What ``--log-file`` gets unless ``--log-level`` asks for more."""
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+ASSUMED_REGISTERED_AS = "patchbay"
+"""The name ``check`` measures exposed names against when neither ``--as`` nor ``registered_as`` says."""
+
+
+class UsageError(Exception):
+    """A bad combination of arguments; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class Options:
+    command: str
+    config: str | None
+    level: str | None
+    """The level asked for (``--log-level``, else ``$PATCHBAY_LOG_LEVEL``), None for the defaults."""
+    log_file: str | None
+    json: bool
+    registered_as: str | None
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-patchbay",
+        usage="mcp-patchbay [serve|check] [CONFIG] [options]",
         description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over stdio.",
+        epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG.",
     )
-    parser.add_argument("command", nargs="?", choices=("serve", "check"), default="serve", help="default: serve")
+    parser.add_argument(
+        "words", nargs="*", metavar="[serve|check] [CONFIG]", help="the command (default: serve) and the config file"
+    )
     parser.add_argument("--config", "-c", help="config file (default: $PATCHBAY_CONFIG)")
-    parser.add_argument("--log-level", default=os.environ.get("PATCHBAY_LOG_LEVEL", "INFO"), help="default: INFO")
-    parser.add_argument("--log-file", help="also write logs to this file")
+    parser.add_argument(
+        "--log-level",
+        help=f"stderr's level (default: $PATCHBAY_LOG_LEVEL, else {DEFAULT_STDERR_LEVEL}); "
+        f"--log-file gets this level or {DEFAULT_FILE_LEVEL}, whichever says more",
+    )
+    parser.add_argument("--log-file", help=f"also write logs to this file (at {DEFAULT_FILE_LEVEL} by default)")
     parser.add_argument("--json", action="store_true", help="check: print the status as JSON")
+    parser.add_argument(
+        "--as",
+        dest="registered_as",
+        metavar="NAME",
+        help="check: the name the client registered the proxy under (default: the config's "
+        f"registered_as, else {ASSUMED_REGISTERED_AS!r}); warns of tool names too long for known clients",
+    )
     parser.add_argument("--version", action="version", version=f"mcp-patchbay {__version__}")
     return parser
 
 
-def setup_logging(level: str, log_file: str | None) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.environ) -> Options:
+    """The command line as ``Options``; ``UsageError`` for a combination that makes no sense."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    words: list[str] = list(args.words)
+    command = "serve"
+    if words and words[0] in COMMANDS:
+        command = words.pop(0)
+    if len(words) > 1:
+        raise UsageError(f"one config file at most, got {len(words)}: {' '.join(words)}")
+    if words and words[0] in COMMANDS:
+        raise UsageError(f"one command at most: {command!r} and {words[0]!r} (a config file named so: ./{words[0]})")
+    path: str | None = words[0] if words else None
+    if path is not None and args.config is not None and not _same_file(path, args.config):
+        raise UsageError(f"two different config files: {path} (positional) and {args.config} (--config)")
+    path = path or args.config or environ.get("PATCHBAY_CONFIG") or None
+    level: str | None = args.log_level
+    source = "--log-level"
+    if level is None and environ.get("PATCHBAY_LOG_LEVEL"):
+        level, source = environ["PATCHBAY_LOG_LEVEL"], "PATCHBAY_LOG_LEVEL"
+    if level is not None:
+        level = level.strip().upper()
+        level = "WARNING" if level == "WARN" else level
+        if level not in LEVELS:
+            raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    if args.registered_as is not None and command != "check":
+        raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
+    if args.json and command != "check":
+        raise UsageError("--json is for check")
+    return Options(command, path, level, args.log_file, args.json, args.registered_as)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
+
+
+def setup_logging(level: str | None, log_file: str | None) -> None:
+    """stderr at ``level`` (default WARNING); the log file at ``level`` or INFO, whichever says more."""
+    stderr_level = logging.getLevelNamesMapping()[level or DEFAULT_STDERR_LEVEL]
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(stderr_level)
+    handlers: list[logging.Handler] = [stderr]
+    lowest = stderr_level
     if log_file:
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        file_level = min(stderr_level, logging.getLevelNamesMapping()[DEFAULT_FILE_LEVEL])
+        file = logging.FileHandler(log_file, encoding="utf-8")
+        file.setLevel(file_level)
+        handlers.append(file)
+        lowest = file_level
     logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
+        level=lowest,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         handlers=handlers,
         force=True,
@@ -68,16 +165,31 @@ def setup_logging(level: str, log_file: str | None) -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"mcp\..*")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    setup_logging(args.log_level, args.log_file)
-    path = args.config or os.environ.get("PATCHBAY_CONFIG")
+def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:
+    """Run the command line (``sys.argv`` when ``argv`` is None).
+
+    ``quick_exit`` (default: when run as a program, ``argv`` None): once serving is over,
+    flush the logs and end the process at once (``os._exit``), without the interpreter's
+    teardown of the SDK's and pydantic's heap (a quarter to half a second on a busy
+    machine, while the client may be counting down to SIGKILL).
+    """
+    try:
+        options = parse_options(argv)
+    except UsageError as exc:
+        print(f"mcp-patchbay: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    path = options.config
     if not path:
-        print("mcp-patchbay: no config file: pass --config PATH or set PATCHBAY_CONFIG", file=sys.stderr)
+        print(
+            "mcp-patchbay: no config file: pass it as an argument (mcp-patchbay /path/to/patchbay.json), "
+            "or --config PATH, or set PATCHBAY_CONFIG",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
     # Serving: start the plain stdio upstreams before even the config check imports pydantic
     # (spawn.early); the checked config then keeps exactly those it would launch itself.
-    guessed = early(path) if args.command == "serve" else {}
+    setup_logging(options.level, options.log_file)
+    guessed = early(path) if options.command == "serve" else {}
     try:
         from mcp_patchbay.config import ConfigError, load_config
 
@@ -94,8 +206,10 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning("server '%s' will not start: %s", entry.name, entry.problem)
     import anyio
 
-    if args.command == "check":
-        return anyio.run(_check, config, args.json)
+    if options.command == "check":
+        registered_as = options.registered_as or config.settings.registered_as
+        return anyio.run(_check, config, options.json, registered_as)
+    _warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
     # their boot then runs beside ours. The handshake still waits for the client.
     prespawned = prespawn(config.servers, kept)
@@ -105,14 +219,21 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(_serve, config, prespawned)
     finally:
         discard(started)  # normally all stopped already; never leave one behind
+    if argv is None if quick_exit is None else quick_exit:
+        logging.shutdown()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
 async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]]) -> None:
     import anyio
 
-    from mcp_patchbay.downstream import stdio_streams
+    from mcp_patchbay.client_wire import stdio_streams
     from mcp_patchbay.server import Proxy
+    from mcp_patchbay.stdio import shutdown
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
     proxy = Proxy(config, prespawned=prespawned)
@@ -123,24 +244,70 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
         async with stdio_streams(proxy.lane.offer) as (read_stream, write_stream, wire):
-            await proxy.serve(read_stream, write_stream, wire)
-        logger.info("client closed the connection; stopping upstreams")
+            # Proxy.serve, with the proxy's own end in the middle: whatever ends the client's
+            # session ends the proxy, so the upstreams get the quick stop, not a restart's.
+            async with anyio.create_task_group() as serving:
+                await serving.start(proxy.run)
+                try:
+                    await proxy.serve_client(read_stream, write_stream, wire)
+                    logger.info("client closed the connection; stopping upstreams")
+                finally:
+                    shutdown()
+                    serving.cancel_scope.cancel()
         tg.cancel_scope.cancel()
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
     import anyio
 
+    from mcp_patchbay.stdio import shutdown
+
     if sys.platform == "win32":  # no signal receivers there; stdin EOF ends the proxy
         return
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             logger.info("received %s; stopping upstreams", signal.Signals(signum).name)
+            shutdown()  # every upstream group gets SIGTERM now, before the unwinding below
             scope.cancel()
             return
 
 
-async def _check(config: Config, as_json: bool) -> int:
+def _warn_unfit_name(config: Config) -> None:
+    """Serving under a registered name too long for any exposed name to fit: say so once."""
+    from mcp_patchbay.naming import CLIENT_LIMITS, MIN_MAX_LENGTH
+
+    name = config.settings.registered_as
+    if name is None:
+        return
+    for client in CLIENT_LIMITS:
+        if client.length(name, "x" * MIN_MAX_LENGTH) > client.limit:
+            logger.warning(
+                "registered_as %r is too long for %s (%d characters at most for prefix and tool name): "
+                "tool names cannot be shortened enough; register the proxy under a shorter name",
+                name,
+                client.client,
+                client.limit,
+            )
+
+
+def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, Any]]:
+    """The exposed names some known client cannot take whole (``naming.over_limits``), as rows."""
+    from mcp_patchbay.naming import over_limits
+
+    return [
+        {
+            "tool": o.exposed,
+            "client": o.client,
+            "sent_as": o.sent,
+            "length": o.length,
+            "limit": o.limit,
+            "consequence": o.consequence,
+        }
+        for o in over_limits(tool_names, registered_as)
+    ]
+
+
+async def _check(config: Config, as_json: bool, registered_as: str | None = None) -> int:
     import anyio
 
     from mcp_patchbay.supervisor import Supervisor
@@ -162,8 +329,12 @@ async def _check(config: Config, as_json: bool) -> int:
             rows.append(status)
         tg.cancel_scope.cancel()
     failed = [r for r in rows if r["state"] not in ("ready", "disabled")]
+    assumed = registered_as is None
+    registered_as = registered_as or ASSUMED_REGISTERED_AS
+    too_long = name_warnings([t.name for t in supervisor.catalog.tools], registered_as)
     if as_json:
-        print(json.dumps({"servers": rows, "tools": len(supervisor.catalog.tools)}, indent=2))
+        names = {"registered_as": registered_as, "assumed": assumed, "too_long": too_long}
+        print(json.dumps({"servers": rows, "tools": len(supervisor.catalog.tools), "names": names}, indent=2))
     else:
         width = max([len(r["name"]) for r in rows] + [6])
         print(f"{'SERVER':<{width}}  {'TRANSPORT':<9}  {'STATE':<10}  {'TOOLS':>5}  {'READY IN':>8}  PROBLEM")
@@ -179,4 +350,24 @@ async def _check(config: Config, as_json: bool) -> int:
             f"\n{len(rows) - len(failed)} of {len(rows)} servers ok, {total} tools, "
             f"checked in {time.monotonic() - started:.1f}s ({config.path})"
         )
+        _print_name_warnings(too_long, registered_as, assumed, config)
     return 1 if failed else 0
+
+
+def _print_name_warnings(too_long: list[dict[str, Any]], registered_as: str, assumed: bool, config: Config) -> None:
+    if not too_long:
+        return
+    how = "assumed; pass --as NAME" if assumed else "as given"
+    print(f"\nwarning: {len(too_long)} tool name(s) too long for a client, registered as {registered_as!r} ({how}):")
+    for w in too_long:
+        print(
+            f"  {w['tool']}: {w['length']} characters in {w['client']} ({w['sent_as']}), "
+            f"over its limit of {w['limit']}; {w['consequence']}"
+        )
+    if config.settings.registered_as != registered_as:
+        print(
+            f'  fix: set "registered_as": "{registered_as}" in the config\'s "patchbay" object (names are then '
+            "shortened to fit), or register the proxy under a shorter name"
+        )
+    else:
+        print("  fix: register the proxy under a shorter name (the names cannot be shortened enough)")

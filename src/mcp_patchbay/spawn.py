@@ -16,6 +16,24 @@ exactly what was launched, and stops every other. A process started early carrie
 never starts anything early, so an entry that launches patchbay with this same config
 (refused by the config check) cannot chain launches before the check has run.
 
+No upstream outlives the proxy. Every process ``popen`` starts leads its own process
+group (``start_new_session``) and is tracked here. On POSIX a watchdog, started with the
+first upstream, guards them: a ``/bin/sh`` loop (about a millisecond to start, no
+interpreter) in a session of its own, reading the group ids from a pipe whose only
+writer is the proxy. When the proxy ends in any way, SIGKILL included, the pipe closes
+and the watchdog sends SIGTERM to every group still tracked, then SIGKILL to those left
+after ``WATCHDOG_GRACE`` seconds. A group reaches the upstream's children too (``npx``
+and the node it starts): only a process that leaves its group (a daemon that calls
+``setsid``) escapes. This works the same on Linux and macOS; no ``PR_SET_PDEATHSIG``
+(Linux only, fires when the forking *thread* exits, and reaches the direct child only,
+never npx's node) and no ``preexec_fn`` (not fork-safe, and it forbids the fast
+``vfork`` spawn). Windows: ``stdio`` starts upstreams through the SDK, which puts each in
+a Job Object with ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: the system kills the tree when
+the proxy's handle closes, which it does when the proxy dies.
+
+``terminate_all`` sends SIGTERM to every tracked group at once: the proxy's first act on
+SIGTERM, SIGINT or the client's end, before the orderly stop (``stdio``) waits for them.
+
 This module imports nothing heavy (no SDK, no pydantic) on purpose.
 """
 
@@ -25,9 +43,11 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -62,7 +82,7 @@ def resolve_command(command: str, env: Mapping[str, str]) -> str:
 def popen(command: str, args: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:
     """Start one upstream in its own session (process group), pipes on all three streams."""
     full_env = child_environment(env)
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [resolve_command(command, full_env), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -71,6 +91,118 @@ def popen(command: str, args: Sequence[str], env: Mapping[str, str] | None, cwd:
         cwd=cwd,
         start_new_session=True,
     )
+    track(process.pid)
+    return process
+
+
+# --- no upstream outlives the proxy ----------------------------------------------------
+
+WATCHDOG_GRACE = 0.5
+"""Seconds the watchdog gives the groups between SIGTERM and SIGKILL once the proxy is gone."""
+
+WATCHDOG_SCRIPT = """\
+trap '' HUP INT QUIT TERM PIPE
+g=' '
+while IFS= read -r l; do
+  case $l in
+    +*) g="$g${l#+} " ;;
+    -*) p=${l#-}; case $g in *" $p "*) g="${g%% $p *} ${g#* $p }" ;; esac ;;
+  esac
+done
+for p in $g; do kill -s TERM -- -"$p" 2>/dev/null; done
+n=0
+while [ "$n" -lt POLLS ]; do
+  a=''
+  for p in $g; do kill -s 0 -- -"$p" 2>/dev/null && a="$a $p"; done
+  [ -z "$a" ] && exit 0
+  g=$a; n=$((n+1)); sleep 0.02
+done
+for p in $g; do kill -s KILL -- -"$p" 2>/dev/null; done
+""".replace("POLLS", str(int(WATCHDOG_GRACE / 0.02)))
+"""Reads ``+PGID`` and ``-PGID`` lines until EOF (the proxy is gone), then stops what is left."""
+
+
+class _Watchdog:
+    """The proxy's side of the watchdog: the groups it answers for, and the pipe to the watchdog."""
+
+    def __init__(self) -> None:
+        self.tracked: set[int] = set()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.fd: int | None = None
+
+    def tell(self, line: str) -> None:
+        if sys.platform == "win32":
+            return
+        if self.fd is None or (self.process is not None and self.process.poll() is not None):
+            if not self._start():
+                return
+            line = "".join(f"+{pid}\n" for pid in sorted(self.tracked))  # tracked already holds this change
+        assert self.fd is not None
+        try:
+            os.write(self.fd, line.encode())
+        except OSError:  # it died; the next change starts another with everything tracked
+            os.close(self.fd)
+            self.fd = None
+
+    def _start(self) -> bool:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        read, write = os.pipe()  # not inheritable (PEP 446): no upstream holds the write end open
+        try:
+            self.process = subprocess.Popen(
+                ["/bin/sh", "-c", WATCHDOG_SCRIPT],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a signal to the proxy's group (Ctrl-C, killpg) spares it
+            )
+        except OSError as exc:
+            os.close(write)
+            logger.warning("could not start the watchdog that stops upstreams if the proxy dies: %s", exc)
+            return False
+        finally:
+            os.close(read)
+        self.fd = write
+        return True
+
+
+_WATCHDOG = _Watchdog()
+
+
+def track(pid: int) -> None:
+    """The group ``pid`` leads is the proxy's until ``untrack``: the watchdog stops it if the proxy dies."""
+    _WATCHDOG.tracked.add(pid)
+    _WATCHDOG.tell(f"+{pid}\n")
+
+
+def untrack(pid: int) -> None:
+    """The group is stopped (or was never started); the watchdog forgets it."""
+    if pid in _WATCHDOG.tracked:
+        _WATCHDOG.tracked.discard(pid)
+        _WATCHDOG.tell(f"-{pid}\n")
+
+
+def tracked() -> frozenset[int]:
+    """The process groups the proxy still answers for."""
+    return frozenset(_WATCHDOG.tracked)
+
+
+def watchdog_pid() -> int | None:
+    return _WATCHDOG.process.pid if _WATCHDOG.process is not None else None
+
+
+def terminate_all() -> None:
+    """SIGTERM to every tracked group, now: the first step of the proxy's own shutdown."""
+    if sys.platform == "win32":
+        return
+    for pid in list(_WATCHDOG.tracked):
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            logger.debug("no permission to signal process group %d", pid)
 
 
 def prespawn(
@@ -198,13 +330,21 @@ def settle(started: dict[str, Early], entries: Iterable[SpawnEntry]) -> dict[str
 
 
 def discard(processes: dict[str, subprocess.Popen[bytes]]) -> None:
-    """Stop prespawned processes nobody adopted (their entry was removed, or the proxy is ending)."""
+    """Stop prespawned processes nobody adopted (their entry was removed, or the proxy is ending).
+
+    SIGTERM to the group now; those still alive stay tracked, and the watchdog sends
+    SIGKILL if they outlive the proxy. Those already gone are reaped and forgotten.
+    """
     for process in processes.values():
         if process.poll() is None:
             try:
-                os.killpg(process.pid, 15)
+                os.killpg(process.pid, signal.SIGTERM)
             except OSError:
                 process.kill()
+        else:
+            with suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)  # the leader is gone; so is anything it left
+            untrack(process.pid)
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()

@@ -13,6 +13,13 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
 
 POSIX runs the child in its own session (process group) so the whole tree is stopped;
 Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command lookup.
+
+Two ways to stop a server. One server alone (a restart, a config reload): close stdin,
+``GRACE_SECONDS`` for it to exit, SIGTERM to its group, ``GRACE_SECONDS`` again, SIGKILL.
+The whole proxy (``shutdown``: SIGTERM, SIGINT, the client's end): clients do not wait
+(mcp-cli sends SIGKILL one second after SIGTERM), so every group gets SIGTERM at once,
+together with the end of its stdin, and SIGKILL after ``SHUTDOWN_GRACE_SECONDS``; all
+servers in parallel. If the proxy dies before that, ``spawn``'s watchdog finishes it.
 """
 
 from __future__ import annotations
@@ -38,13 +45,25 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.rawcalls import RawCalls
-from mcp_patchbay.spawn import child_environment, popen
+from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
 
 logger = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
 GRACE_SECONDS = 2.0
-"""How long a server gets to exit after its stdin closes, and again after SIGTERM."""
+"""How long a server gets to exit after its stdin closes, and again after SIGTERM (one server stopping)."""
+SHUTDOWN_GRACE_SECONDS = 0.5
+"""How long a server gets between SIGTERM and SIGKILL when the whole proxy stops."""
+
+_SHUTTING_DOWN: list[bool] = []
+"""Holds True once ``shutdown`` ran (a list, so no ``global`` statement)."""
+
+
+def shutdown() -> None:
+    """The proxy is ending: SIGTERM every upstream group now, and stop the rest without the gentle waits."""
+    _SHUTTING_DOWN.append(True)
+    terminate_all()
+
 
 _SECRET_PATTERNS = re.compile(
     r"(?i)(bearer\s+|token[=:]\s*|api[_-]?key[=:]\s*|password[=:]\s*|secret[=:]\s*|authorization[=:]\s*)(\S+)"
@@ -236,7 +255,7 @@ async def _spawn(
 
 
 async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
-    """Close stdin, give the server a grace period, then stop its whole tree.
+    """Close stdin and stop the server's whole tree: gently for one server, at once when the proxy ends.
 
     Polls ``returncode`` rather than awaiting ``wait()``: the waiter task may already
     be cancelled, and on asyncio ``wait()`` also waits for a pipe that a grandchild
@@ -245,7 +264,9 @@ async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
     assert process.stdin is not None
     with suppress(Exception):
         await process.stdin.aclose()
-    if not await _exited(process, GRACE_SECONDS):
+    if _SHUTTING_DOWN:
+        await _stop_now(process)
+    elif not await _exited(process, GRACE_SECONDS):
         if sys.platform == "win32":  # pragma: no cover
             from mcp.os.win32.utilities import terminate_windows_process_tree
 
@@ -254,14 +275,31 @@ async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
             from mcp.os.posix.utilities import terminate_posix_process_tree
 
             await terminate_posix_process_tree(process, GRACE_SECONDS)
-        if not await _exited(process, GRACE_SECONDS):
-            logger.warning("upstream pid %d is still alive after SIGKILL; abandoning it", watch.pid)
-    elif sys.platform != "win32":
-        # The leader is gone; make sure nothing it started lives on in its group.
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+    if not await _exited(process, GRACE_SECONDS):
+        logger.warning("upstream pid %d is still alive after SIGKILL; abandoning it", watch.pid)
+    else:
+        if sys.platform != "win32":
+            # The leader is gone; make sure nothing it started lives on in its group.
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        untrack(process.pid)
     watch.returncode = process.returncode
     watch.exited.set()
+
+
+async def _stop_now(process: anyio.abc.Process | Any) -> None:
+    """SIGTERM to the group with the end of stdin, SIGKILL ``SHUTDOWN_GRACE_SECONDS`` later."""
+    if sys.platform == "win32":  # pragma: no cover
+        from mcp.os.win32.utilities import terminate_windows_process_tree
+
+        if not await _exited(process, SHUTDOWN_GRACE_SECONDS):
+            await terminate_windows_process_tree(process)
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    if not await _exited(process, SHUTDOWN_GRACE_SECONDS):
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _exited(process: anyio.abc.Process | Any, timeout: float) -> bool:
