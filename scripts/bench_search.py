@@ -212,7 +212,8 @@ def print_table(results: dict[str, Any]) -> None:
     if "fastmcp" in results:
         ms = results["fastmcp"]["call_ms_in_process"]
         print(
-            f"\nFastMCP search_tools call in process (client included): median {ms['median']:.2f} ms, p99 {ms['p99']:.2f} ms"
+            f"\nFastMCP search_tools call in process (client included): "
+            f"median {ms['median']:.2f} ms, p99 {ms['p99']:.2f} ms"
         )
 
 

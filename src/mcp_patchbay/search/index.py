@@ -6,15 +6,30 @@ Fields and weights (BM25F)
     Every tool is one document with fields, each of weight ``w`` and length normalisation
     ``b`` (``FIELDS``): the upstream tool name's words (3.0), its title (2.0), description
     (1.0), parameter names (1.0), parameter descriptions (0.4), the server name's words
-    (1.5) and the server's instructions (0.3). A term's pseudo frequency in a document is
+    (1.5) and the server's instructions (0.3). Measured on the bench's tune half: other
+    weights (name 2-4, server 3-5, description 1.5, k1 2-8) did no better. A term's pseudo frequency in a document is
     ``sum(w * tf / (1 - b + b * len / avg_len))`` over the fields, and its score is
     ``idf * f * (k1 + 1) / (f + k1)`` with ``k1 = 1.2`` and the usual BM25 idf
     ``ln(1 + (N - df + 0.5) / (df + 0.5))``. These contributions are computed at build
     time, so a search only adds up precomputed numbers from the postings of its terms.
+    A field's text is indexed up to ``FIELD_CHARS`` characters.
 
 Query terms
-    The query's terms (``text.terms``), each counted once with weight 1; a term's verb
-    synonyms (``text.SYNONYMS``) join at ``SYNONYM_WEIGHT`` unless the query has them itself.
+    The query's terms (``text.terms``), each counted once with weight 1; a term's
+    synonyms (``text.SYNONYMS``) join at ``SYNONYM_WEIGHT`` unless the query has them
+    itself. A term of at least ``MIN_PREFIX`` letters also brings the index's words that
+    begin with it (at most ``PREFIX_MAX`` each, in sorted order) at ``PREFIX_WEIGHT``
+    ("mongo" finds "mongodb").
+
+Lexical score
+    The sum of the query terms' weights times their precomputed contributions; then
+    multiplied by ``SERVER_MENTION`` for the tools of a server the query names (a query
+    word is a word of the server's name, its whole name, or a prefix of one of at least
+    ``MIN_PREFIX`` letters); then divided by the best such score of the query (0 to 1).
+    Then the ``COVER_DEPTH`` best get ``NAME_COVER`` times the share of their tool name's
+    words (without the server's own words, as in ``slack_post_message``) that the query
+    has, synonyms counting at their weight: of two tools the description matches alike,
+    the one whose name says what was asked comes first.
 
 Name similarity
     A query of at most ``NAME_MAX_WORDS`` words is also compared as a name. Keys are
@@ -24,10 +39,10 @@ Name similarity
     ``mcp__patchbay__`` do not matter) at full score, and with upstream tool names at
     ``UPSTREAM_DISCOUNT`` of the score (a right tool name with a missing or wrong server
     ranks below the tool whose exposed name it is). rapidfuzz ``ratio`` scores 0-100;
-    at or above ``NAME_CUTOFF`` a tool gets a bonus of ``1 + (score - NAME_CUTOFF) /
-    (100 - NAME_CUTOFF)`` (1 to 2), added to its lexical score divided by the best
-    lexical score of the query (0 to 1). So an exact name ranks first, a close typo
-    ranks above every purely lexical match, and the lexical score breaks ties.
+    at or above ``NAME_CUTOFF`` a tool gets a bonus of ``1 + NAME_COVER + (score -
+    NAME_CUTOFF) / (100 - NAME_CUTOFF)``, more than any lexical score can reach. So an
+    exact name ranks first, a close typo ranks above every purely lexical match, and the
+    lexical score breaks ties.
 
 Result
     The ``limit`` (clamped to 1..``MAX_LIMIT``) best tools, best first; equal scores keep
@@ -75,6 +90,9 @@ MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.3
 PREFIX_MAX = 5
 K1 = 1.2
+FIELD_CHARS = 4_000
+"""Text beyond this in one field is not indexed: the head says what a tool does, and an
+upstream's 100 KB schema must not make every catalog rebuild slow."""
 
 FIELDS: dict[str, tuple[float, float]] = {
     # field: (weight, b)
@@ -153,12 +171,12 @@ def _fields(tool: IndexedTool) -> dict[str, list[str]]:
     param_names, param_texts = _param_fields(tool.input_schema)
     return {
         "name": terms(tool.tool),
-        "title": terms(tool.title or ""),
-        "description": terms(tool.description),
-        "params": terms(" ".join(param_names)),
-        "param_text": terms(" ".join(param_texts)),
+        "title": terms((tool.title or "")[:FIELD_CHARS]),
+        "description": terms(tool.description[:FIELD_CHARS]),
+        "params": terms(" ".join(param_names)[:FIELD_CHARS]),
+        "param_text": terms(" ".join(param_texts)[:FIELD_CHARS]),
         "server": terms(tool.server),
-        "instructions": terms(tool.server_instructions or ""),
+        "instructions": terms((tool.server_instructions or "")[:FIELD_CHARS]),
     }
 
 
@@ -202,7 +220,8 @@ class ToolIndex:
         self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
         self._server_docs: dict[str, range | list[int]] = {}
         self._server_keys: dict[str, str] = {}
-        self._server_words: dict[str, set[str]] = {}
+        self._server_word_docs: dict[str, list[int]] = {}
+        self._server_vocabulary: list[str] = []
         self._name_words: list[frozenset[str]] = []
         self._vocabulary: list[str] = []
         self._exposed_keys: list[str] = []
@@ -258,7 +277,10 @@ class ToolIndex:
                 self._exact.setdefault(key, []).append(number)
             upstream.setdefault(normalize(tool.tool), []).append(number)
         self._server_docs = dict(server_docs)
-        self._server_words = {s: {*split_words(s), normalize(s)} for s in server_docs}
+        for server, numbers in server_docs.items():
+            for word in {*split_words(server), normalize(server)}:
+                self._server_word_docs.setdefault(word, []).extend(numbers)
+        self._server_vocabulary = sorted(self._server_word_docs)
         for server in server_docs:
             self._server_keys.setdefault(normalize(server), server)
         self._upstream_keys = list(upstream)
@@ -305,14 +327,19 @@ class ToolIndex:
         return scores
 
     def _mentioned_servers(self, query: str) -> set[int]:
-        """Docs of the servers the query names: a query word is a word of the server's name
-        (or its whole name), or a prefix of one at least MIN_PREFIX long ("mongo")."""
+        """Docs of the servers the query names: a query word (not a number) is a word of the
+        server's name (or its whole name), or a prefix of one at least MIN_PREFIX long."""
         docs: set[int] = set()
-        words = [w for w in split_words(query) if w not in STOP_WORDS]
-        for server, numbers in self._server_docs.items():
-            own = self._server_words[server]
-            if any(w in own or (len(w) >= MIN_PREFIX and any(o.startswith(w) for o in own)) for w in words):
-                docs.update(numbers)
+        vocabulary = self._server_vocabulary
+        for word in split_words(query):
+            if word in STOP_WORDS or word.isdigit():
+                continue
+            docs.update(self._server_word_docs.get(word, ()))
+            if len(word) >= MIN_PREFIX:
+                start = bisect.bisect_right(vocabulary, word)
+                while start < len(vocabulary) and vocabulary[start].startswith(word):
+                    docs.update(self._server_word_docs[vocabulary[start]])
+                    start += 1
         return docs
 
     def _names(self, query: str, allowed: set[int] | None) -> dict[int, float]:
@@ -373,7 +400,7 @@ class ToolIndex:
                     cover = sum(weights.get(w, 0.0) for w in words) / len(words)
                     combined[doc] = score + NAME_COVER * cover
         for doc, similarity in names.items():
-            bonus = 1.0 + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
+            bonus = 1.0 + NAME_COVER + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
             combined[doc] = combined.get(doc, 0.0) + bonus
         if not combined:
             if allowed is None:

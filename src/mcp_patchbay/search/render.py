@@ -232,7 +232,9 @@ def _text(
     if omitted:
         lines.append(f"({omitted} more matches left out to keep this short.)")
     for note in unavailable:
-        lines.append(f"Also possibly relevant, {note['server']} is {note['state']}: {note['action']}")
+        lines.append(
+            f"Not available now, may have matching tools: {note['server']} ({note['state']}). {note['action']}"
+        )
     return "\n".join(lines)
 
 

@@ -236,7 +236,11 @@ def split_words(text: str) -> list[str]:
     """Lowercase words of a name or a text (see the module docstring); no folding."""
     words: list[str] = []
     for chunk in _WORD_BREAKS.split(text):
-        if chunk:
+        if not chunk:
+            continue
+        if chunk.islower() and chunk.isalpha():  # the common case, without the regex
+            words.append(chunk)
+        else:
             words.extend(part.lower() for part in _CAMEL.split(chunk) if part)
     return words
 
