@@ -23,7 +23,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 
 from mcp_patchbay.config import Config, RemoteSpec, StdioSpec, parse_config
 from mcp_patchbay.server import Proxy
-from mcp_patchbay.upstream import Link
+from mcp_patchbay.transports import Link
 
 ToolFn = Callable[[ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[types.CallToolResult]]
 

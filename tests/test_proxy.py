@@ -193,7 +193,7 @@ async def test_an_upstream_that_never_answers_does_not_block_past_startup_wait()
 def _silent_link() -> Any:
     from contextlib import asynccontextmanager
 
-    from mcp_patchbay.upstream import Link
+    from mcp_patchbay.transports import Link
 
     @asynccontextmanager
     async def link() -> Any:

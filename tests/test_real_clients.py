@@ -19,7 +19,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.errors import Code, translate
-from mcp_patchbay.upstream import HttpStatuses
+from mcp_patchbay.transports.http import HttpStatuses
 from tests.harness import (
     FakeTool,
     MemoryUpstreams,

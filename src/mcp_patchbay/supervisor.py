@@ -22,11 +22,12 @@ import anyio.abc
 
 from mcp_patchbay import arguments
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
+from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.naming import name_budget
 from mcp_patchbay.spawn import discard
 from mcp_patchbay.status import StatusRegistry
-from mcp_patchbay.upstream import Connector, Downstream, State, Upstream
+from mcp_patchbay.upstream import Connector, State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 
@@ -38,7 +39,7 @@ ReadyListener = Callable[[Upstream], None]
 @dataclass
 class Supervisor:
     config: Config
-    downstream: Downstream | None = None
+    client: ClientChannel | None = None
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
     prespawned: dict[str, subprocess.Popen[bytes]] = field(default_factory=lambda: dict[str, subprocess.Popen[bytes]]())
@@ -85,7 +86,7 @@ class Supervisor:
             entry,
             self.config.settings,
             on_change=self._on_change,
-            downstream=self.downstream,
+            client=self.client,
             wait_for_client=self.wait_for_client,
             connector=self.connector,
             prespawned=self.prespawned.pop(entry.name, None),

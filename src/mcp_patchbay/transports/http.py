@@ -1,0 +1,177 @@
+r"""Streamable HTTP and SSE upstreams as ``Link``\s, on the SDK's HTTP clients.
+
+Both SDK clients turn an HTTP error status on a request's POST into something less
+telling: streamable HTTP answers the request with a generic stand-in error
+(``STAND_INS``); SSE raises in its writer, which ended the connection and left the
+request waiting for an answer that never came. Here, the status reaches the one place
+that translates errors (``errors.translate``) inside that very request's error answer
+(``errors.HTTP_STATUS_KEY``): ``HttpStatuses`` ties the status to the request by its
+JSON-RPC id for streamable HTTP; for SSE the response hook answers the request itself
+and lets the POST pass as accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+from mcp_patchbay.config import RemoteSpec
+from mcp_patchbay.errors import HTTP_STATUS_KEY
+from mcp_patchbay.jsonrpc import request_id_in
+from mcp_patchbay.transports import Link
+
+STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
+"""What the SDK's streamable-HTTP client answers a request with when its POST got an HTTP error status."""
+
+
+class HttpStatuses:
+    """Ties each HTTP error status to the request whose POST got it.
+
+    The SDK's streamable-HTTP client answers a request whose POST got an error status with a
+    generic stand-in (``STAND_INS``). The response hook notes the status under the
+    JSON-RPC id of the request in the POST's body; ``stamp`` then puts it into that very
+    request's stand-in answer (``errors.HTTP_STATUS_KEY``), where ``errors.translate`` reads
+    it. Two calls in flight on one upstream each get their own status.
+    """
+
+    LIMIT = 256
+    """Statuses kept for answers not yet seen; past that the oldest go (their request was abandoned)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[types.RequestId, tuple[int, str | None]] = {}
+
+    async def hook(self, response: httpx2.Response) -> None:
+        # Only POSTs carry requests; a 405 on the optional GET stream or the closing DELETE says
+        # nothing about a call.
+        if response.status_code < 400 or response.request.method != "POST":
+            return
+        request_id = request_id_in(response.request.content)
+        if request_id is None:
+            return
+        self._by_id[request_id] = (response.status_code, response.headers.get("retry-after"))
+        while len(self._by_id) > self.LIMIT:
+            del self._by_id[next(iter(self._by_id))]
+
+    def stamp(self, message: SessionMessage | Exception) -> SessionMessage | Exception:
+        """The message, with the status of its request put into a stand-in error answer."""
+        if not self._by_id or isinstance(message, Exception):
+            return message
+        answer = message.message
+        if not isinstance(answer, types.JSONRPCError) or answer.id is None:
+            return message
+        seen = self._by_id.pop(answer.id, None)
+        if seen is None or answer.error.data is not None or answer.error.message not in STAND_INS:
+            return message
+        return SessionMessage(
+            types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, *seen)),
+            metadata=message.metadata,
+        )
+
+
+def http_error_data(error: types.ErrorData, status: int, retry_after: str | None) -> types.ErrorData:
+    """A stand-in error answer carrying the HTTP status that caused it."""
+    data: dict[str, Any] = {HTTP_STATUS_KEY: status}
+    if retry_after is not None:
+        data["patchbay/retryAfter"] = retry_after
+    return types.ErrorData(code=error.code, message=error.message, data=data)
+
+
+def streamable_http_link(spec: RemoteSpec, connect_timeout: float) -> AbstractAsyncContextManager[Link]:
+    statuses = HttpStatuses()  # one per connection: request ids start again with each
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
+    timeout = httpx2.Timeout(connect_timeout, read=300.0)
+    client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks)
+    return _streams_link(_client_then_transport(client, spec.url), transform=statuses.stamp)
+
+
+@asynccontextmanager
+async def sse_link(spec: RemoteSpec, connect_timeout: float) -> AsyncGenerator[Link, None]:
+    answers, answered = anyio.create_memory_object_stream[SessionMessage](64)
+
+    async def refused(response: httpx2.Response) -> None:
+        # The SDK's SSE client raises on an error status of a POST: that ends its writer (and so
+        # the connection) and leaves the request waiting for an answer that never comes. Answer
+        # it here with the stand-in that _failure maps to the status, and let the POST pass.
+        if response.status_code < 400 or response.request.method != "POST":
+            return
+        request_id = request_id_in(response.request.content)
+        if request_id is not None:
+            stand_in = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+            error = http_error_data(stand_in, response.status_code, response.headers.get("retry-after"))
+            answer = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                answers.send_nowait(answer)
+        response.status_code = 202
+
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [refused]}
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+    transport = sse_client(spec.url, headers=dict(spec.headers), timeout=connect_timeout, httpx_client_factory=factory)
+    async with answers, answered, _streams_link(transport, answered) as link:
+        yield link
+
+
+@asynccontextmanager
+async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncGenerator[Any, None]:
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _streams_link(
+    transport: AbstractAsyncContextManager[Any],
+    answers: MemoryObjectReceiveStream[SessionMessage] | None = None,
+    transform: Callable[[SessionMessage | Exception], SessionMessage | Exception] | None = None,
+) -> AsyncGenerator[Link, None]:
+    """A transport's streams as a link; ``answers`` are messages made up by the proxy, merged in;
+    ``transform`` sees every message the transport reads."""
+    async with transport as (read, write):
+        if answers is None and transform is None:
+            yield Link(read, write)
+            return
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        extra_send = send.clone()
+        made_up = anyio.CancelScope()
+
+        async def from_transport() -> None:
+            try:
+                async with send:
+                    async for message in read:
+                        await send.send(message if transform is None else transform(message))
+            finally:
+                made_up.cancel()  # the transport ended: so does the link, whatever the proxy had to add
+
+        async def from_proxy() -> None:
+            with made_up, suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async with extra_send:
+                    if answers is None:
+                        return
+                    async with answers:
+                        async for message in answers:
+                            await extra_send.send(message)
+
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(from_transport)
+            tg.start_soon(from_proxy)
+            try:
+                yield Link(receive, write)
+            finally:
+                tg.cancel_scope.cancel()
+
+
+__all__ = ["STAND_INS", "HttpStatuses", "http_error_data", "sse_link", "streamable_http_link"]
