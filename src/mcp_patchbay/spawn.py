@@ -39,6 +39,7 @@ This module imports nothing heavy (no SDK, no pydantic) on purpose.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -46,8 +47,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -129,9 +130,22 @@ class _Watchdog:
         self.tracked: set[int] = set()
         self.process: subprocess.Popen[bytes] | None = None
         self.fd: int | None = None
+        self.held = False
+        """While a batch of upstreams starts, the watchdog waits (it is told everything after)."""
+
+    @contextmanager
+    def batch(self) -> Generator[None]:
+        """Start several upstreams, then the watchdog: its own start delays none of them."""
+        held, self.held = self.held, True
+        try:
+            yield
+        finally:
+            self.held = held
+            if not held and self.fd is None and self.tracked:
+                self.tell("")
 
     def tell(self, line: str) -> None:
-        if sys.platform == "win32":
+        if sys.platform == "win32" or self.held:
             return
         if self.fd is None or (self.process is not None and self.process.poll() is not None):
             if not self._start():
@@ -164,7 +178,17 @@ class _Watchdog:
         finally:
             os.close(read)
         self.fd = write
+        atexit.register(self.close)
         return True
+
+    def close(self) -> None:
+        """At a normal exit: the watchdog stops what is still tracked (normally nothing) and ends."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.process is not None:
+            with suppress(subprocess.TimeoutExpired):
+                self.process.wait(WATCHDOG_GRACE + 0.5)
 
 
 _WATCHDOG = _Watchdog()
@@ -212,6 +236,12 @@ def prespawn(
     started = dict(started or {})
     if sys.platform == "win32":
         return started
+    with _WATCHDOG.batch():
+        _prespawn(entries, started)
+    return started
+
+
+def _prespawn(entries: Iterable[object], started: dict[str, subprocess.Popen[bytes]]) -> None:
     for entry in entries:
         spec = getattr(entry, "spec", None)
         if spec is None or getattr(spec, "transport", None) != "stdio" or spec.disabled:
@@ -223,7 +253,6 @@ def prespawn(
             started[name] = popen(spec.command, spec.args, spec.env, spec.cwd)
         except (OSError, ValueError) as exc:
             logger.debug("could not prespawn '%s' (%s); it will be started the usual way", name, exc)
-    return started
 
 
 EARLY_MARK = "MCP_PATCHBAY_EARLY"
@@ -287,6 +316,12 @@ def early(path: str) -> dict[str, Early]:
                 entries[name] = entry
             seen.add(name)
     started: dict[str, Early] = {}
+    with _WATCHDOG.batch():
+        _start_early(entries, started)
+    return started
+
+
+def _start_early(entries: dict[str, object], started: dict[str, Early]) -> None:
     for name, entry in entries.items():
         launch = _plain_stdio(entry)
         if launch is None:
@@ -298,7 +333,6 @@ def early(path: str) -> dict[str, Early]:
             logger.debug("could not start '%s' early (%s); it will be started the usual way", name, exc)
             continue
         started[name] = Early(process, launch)
-    return started
 
 
 class SpawnEntry(Protocol):
