@@ -55,6 +55,13 @@ class Category(enum.StrEnum):
 class _CodeInfo:
     category: Category
     retryable: bool
+    """The default of ``PatchbayError.retryable``: whether the model may try again."""
+    trips_breaker: bool = False
+    """An upstream's own failure, counted by its circuit breaker (``policies.with_breaker``);
+    the proxy's refusals (breaker, bulkhead) and a server not yet or no longer there are not."""
+    resend_when_safe: bool = False
+    """Sent again by ``policies.with_retry`` for a tool annotated read-only or idempotent
+    (a ``NotDelivered`` error is sent again whatever the tool)."""
 
 
 class Code(enum.StrEnum):
@@ -87,7 +94,10 @@ class Code(enum.StrEnum):
 
 
 _C = Category
+_FAILS = {"trips_breaker": True}
+_FAILS_RESEND = {"trips_breaker": True, "resend_when_safe": True}
 _CODE_INFO: dict[Code, _CodeInfo] = {
+    # The one table of what each code means: read by the error tree, the breaker and the retry.
     Code.TOOL_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
     Code.TOOL_AMBIGUOUS: _CodeInfo(_C.NOT_FOUND, False),
     Code.TOOL_NOT_AVAILABLE: _CodeInfo(_C.NOT_FOUND, False),
@@ -96,18 +106,18 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
     Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
     Code.SERVER_STARTING: _CodeInfo(_C.CONNECTION, True),
-    Code.SPAWN_FAILED: _CodeInfo(_C.CONFIGURATION, False),
-    Code.CONNECTION_FAILED: _CodeInfo(_C.CONNECTION, True),
-    Code.CONNECTION_LOST: _CodeInfo(_C.CONNECTION, True),
-    Code.AUTH_FAILED: _CodeInfo(_C.CONFIGURATION, False),
-    Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True),
-    Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True),
-    Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False),
-    Code.RESULT_TOO_LARGE: _CodeInfo(_C.VALIDATION, False),
-    Code.RATE_LIMITED: _CodeInfo(_C.RATE_LIMIT, True),
+    Code.SPAWN_FAILED: _CodeInfo(_C.CONFIGURATION, False, **_FAILS),
+    Code.CONNECTION_FAILED: _CodeInfo(_C.CONNECTION, True, **_FAILS_RESEND),
+    Code.CONNECTION_LOST: _CodeInfo(_C.CONNECTION, True, **_FAILS_RESEND),
+    Code.AUTH_FAILED: _CodeInfo(_C.CONFIGURATION, False, **_FAILS),
+    Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True, **_FAILS),
+    Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True, **_FAILS_RESEND),
+    Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False, **_FAILS),
+    Code.RESULT_TOO_LARGE: _CodeInfo(_C.VALIDATION, False, **_FAILS),
+    Code.RATE_LIMITED: _CodeInfo(_C.RATE_LIMIT, True, **_FAILS_RESEND),
     Code.CIRCUIT_OPEN: _CodeInfo(_C.CIRCUIT_OPEN, True),
     Code.BULKHEAD_FULL: _CodeInfo(_C.BULKHEAD_FULL, True),
-    Code.INTERNAL_ERROR: _CodeInfo(_C.SERVER_ERROR, False),
+    Code.INTERNAL_ERROR: _CodeInfo(_C.SERVER_ERROR, False, **_FAILS),
 }
 
 

@@ -131,9 +131,6 @@ class CircuitBreaker:
         self._probing = False
 
 
-_NOT_FAILURES = frozenset({Code.CIRCUIT_OPEN, Code.BULKHEAD_FULL, Code.SERVER_STARTING, Code.SERVER_UNAVAILABLE})
-
-
 def with_breaker(inner: Handler, breaker: CircuitBreaker) -> Handler:
     async def handle(call: ToolCall) -> RawResult:
         wait = breaker.check()
@@ -149,10 +146,10 @@ def with_breaker(inner: Handler, breaker: CircuitBreaker) -> Handler:
         try:
             result = await inner(call)
         except UpstreamError as exc:
-            if exc.code in _NOT_FAILURES:
-                breaker.release_probe()
-            else:
+            if exc.code.info.trips_breaker:
                 breaker.record_failure()
+            else:
+                breaker.release_probe()
             raise
         except BaseException:
             breaker.release_probe()
@@ -224,9 +221,6 @@ class RetryPolicy:
     rand: Callable[[], float] = random.random
 
 
-_RETRY_WHEN_SAFE = frozenset({Code.CONNECTION_LOST, Code.SERVER_ERROR, Code.RATE_LIMITED, Code.CONNECTION_FAILED})
-
-
 def with_retry(inner: Handler, policy: RetryPolicy, wait_ready: Callable[[float], Awaitable[bool]]) -> Handler:
     """Send again only what is safe to send again, within the call's deadline.
 
@@ -261,7 +255,7 @@ def _may_retry(exc: PatchbayError, call: ToolCall, policy: RetryPolicy) -> bool:
         return False
     if isinstance(exc, NotDelivered):
         return exc.code is not Code.SERVER_STARTING
-    return call.retry_safe and exc.code in _RETRY_WHEN_SAFE
+    return call.retry_safe and exc.code.info.resend_when_safe
 
 
 def build_chain(
