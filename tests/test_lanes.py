@@ -155,14 +155,15 @@ class Client:
 
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
+        self._first = anyio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
+        self._first.set()
 
     async def wait_sent(self) -> None:
         with anyio.fail_after(5):
-            while not self.sent:
-                await anyio.sleep(0.01)
+            await self._first.wait()
 
 
 HANDSHAKE = [
@@ -228,7 +229,7 @@ async def test_lane_cancelled_call_gets_no_answer_and_progress_uses_the_clients_
             assert not lane.offer({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}})
             assert lane.offer({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c1"}})
             await cancelled.wait()
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # a (wrong) answer to the cancelled call would be sent by now
     assert lane.in_flight == 0
     progress = {"progressToken": "tok", "progress": 0.5, "message": "working"}
     assert client.sent == [{"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}]

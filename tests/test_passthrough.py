@@ -4,6 +4,7 @@ sampling, elicitation, roots, list changes, and config reload. In memory."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +169,11 @@ async def test_completion_is_routed_to_the_right_upstream() -> None:
 async def test_logging_messages_carry_the_server_name_and_set_level_reaches_every_upstream() -> None:
     config, upstreams = _pair()
     got: list[types.LoggingMessageNotificationParams] = []
+    logged = anyio.Event()
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         got.append(params)
+        logged.set()
 
     levels.clear()
     async with connected(config, upstreams, logging_callback=on_log) as (_, client):
@@ -178,8 +181,7 @@ async def test_logging_messages_carry_the_server_name_and_set_level_reaches_ever
         assert set(levels) == {("alpha", "debug"), ("beta", "debug")}
         assert result_text(await client.call_tool("beta__chatty", {})) == "logged"
         with anyio.fail_after(5):
-            while not got:
-                await anyio.sleep(0.01)
+            await logged.wait()
     assert got[0].logger == "beta/core" and got[0].data == {"said": "hello"}
 
 
@@ -308,8 +310,16 @@ async def test_config_reload_adds_removes_and_keeps_servers(tmp_path: Path) -> N
             assert proxy.supervisor.upstreams["alpha"] is alpha_before  # unchanged: not touched
             assert upstreams.connects["alpha"] == 1
 
-            path.write_text("{ not json")  # a broken edit keeps the last good config
-            await anyio.sleep(0.3)
+            rejected = anyio.Event()
+            watch_log = logging.getLogger("mcp_patchbay.watch")
+            handler = _OnRecord("config change ignored", rejected.set)
+            watch_log.addHandler(handler)
+            try:
+                path.write_text("{ not json")  # a broken edit keeps the last good config
+                with anyio.fail_after(5):
+                    await rejected.wait()
+            finally:
+                watch_log.removeHandler(handler)
             assert result_text(await client.call_tool("gamma__chatty", {})) == "logged"
             tg.cancel_scope.cancel()
 
@@ -334,3 +344,15 @@ async def test_modern_clients_hear_list_changes_on_their_listen_stream() -> None
                 event = await subscription.__anext__()
         assert type(event).__name__ == "ToolsListChanged"
         assert "dyn__two" in {t.name for t in (await client.list_tools()).tools}
+
+
+class _OnRecord(logging.Handler):
+    """Calls ``then`` when a log record's message contains ``text``: a test waits on what the code logs."""
+
+    def __init__(self, text: str, then: Any) -> None:
+        super().__init__()
+        self.text, self.then = text, then
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.then()

@@ -229,9 +229,12 @@ async def test_slow_call_times_out_with_is_error_and_upstream_is_cancelled() -> 
 
 async def test_crash_mid_call_fails_in_flight_calls_at_once_and_heals() -> None:
     started = anyio.Event()
+    entered: list[int] = []
 
     async def hang(ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
-        started.set()
+        entered.append(1)
+        if len(entered) == 2:  # both calls are in flight at the upstream
+            started.set()
         await anyio.sleep(60)
         return text("never")
 
@@ -249,7 +252,6 @@ async def test_crash_mid_call_fails_in_flight_calls_at_once_and_heals() -> None:
                 tg.start_soon(call)
                 tg.start_soon(call)
                 await started.wait()
-                await anyio.sleep(0.05)
                 upstreams.crash("flaky")
         assert [error_info(r)["code"] for r in results] == ["CONNECTION_LOST", "CONNECTION_LOST"]
         with anyio.fail_after(5):
@@ -312,8 +314,11 @@ async def test_breaker_opens_after_consecutive_failures() -> None:
 
 async def test_concurrency_limit_sheds_load_with_bulkhead_full() -> None:
     release = anyio.Event()
+    holding = anyio.Event()
+    shed = anyio.Event()
 
     async def hold(ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
+        holding.set()
         await release.wait()
         return text("done")
 
@@ -324,13 +329,14 @@ async def test_concurrency_limit_sheds_load_with_bulkhead_full() -> None:
 
         async def call() -> None:
             results.append(await client.call_tool("svc__hold", {}))
+            shed.set()
 
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
-                await anyio.sleep(0.05)
+                await holding.wait()  # the one slot is taken
                 tg.start_soon(call)
-                await anyio.sleep(0.5)
+                await shed.wait()  # the second gave up after queue_timeout
                 release.set()
     codes = sorted("ok" if not r.is_error else error_info(r)["code"] for r in results)
     assert codes == ["BULKHEAD_FULL", "ok"]
