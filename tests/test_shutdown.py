@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from mcp_patchbay import spawn
 from mcp_patchbay.spawn import WATCHDOG_SCRIPT
 from tests.e2e_util import NODE_MODULES, SERVERS, alive, cmdline, descendants_of, start_time, wait_gone
 
@@ -297,6 +298,38 @@ def test_the_watchdog_stops_tracked_groups_when_the_pipe_closes() -> None:
                 process.wait(5)
 
 
+def test_every_upstream_reaches_the_watchdog_whichever_batch_started_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: upstreams prespawned after ``early`` had started the watchdog were never told
+    to it (npx entries, which have a ``cwd``), and outlived a SIGKILLed proxy."""
+    watchdog = spawn._Watchdog()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(spawn, "_WATCHDOG", watchdog)
+    sleep = ["-c", "import time; time.sleep(60)"]
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        with watchdog.batch():  # spawn.early
+            started.append(spawn.popen(sys.executable, sleep, None, None))
+        assert watchdog.process is not None
+        with watchdog.batch():  # spawn.prespawn, the watchdog already running
+            started.append(spawn.popen(sys.executable, sleep, None, None))
+        started.append(spawn.popen(sys.executable, sleep, None, None))  # a restart
+        assert spawn.tracked() == {p.pid for p in started}
+        since = time.monotonic()
+        assert watchdog.fd is not None
+        os.close(watchdog.fd)  # what the proxy's death does
+        watchdog.fd = None
+        for process in started:
+            process.wait(timeout=max(0.0, since + GONE_WITHIN - time.monotonic()))
+        assert watchdog.process.wait(timeout=GONE_WITHIN) == 0
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(5)
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
 # --- server-everything, as users run it ----------------------------------------------------
 
 
@@ -324,8 +357,11 @@ async def test_server_everything_does_not_outlive_a_killed_proxy(tmp_path: Path,
     """A client that declared roots: server-everything then ignores its stdin's end."""
     entries = everything_entries()
     async with proxy(tmp_path, entries, bound=60) as running:
-        tools = await running.handshake({"roots": {"listChanged": True}})
-        assert {f"{name}__get-sum" for name in entries} <= tools, sorted(tools)
+        await running.handshake({"roots": {"listChanged": True}})
+        for n, name in enumerate(entries, start=10):  # each one serving, npx's node included
+            call = {"name": f"{name}__get-sum", "arguments": {"a": n, "b": 1}}
+            await running.send({"id": n, "method": "tools/call", "params": call})
+            assert str(n + 1) in (await running.response(n))["result"]["content"][0]["text"]
         tree = running.everything_started()
         upstreams = [pid for pid in descendants_of(running.process.pid) if os.getpgid(pid) == pid]
         commands = " ".join(cmdline(pid) for pid, _ in tree)

@@ -131,7 +131,7 @@ class _Watchdog:
         self.process: subprocess.Popen[bytes] | None = None
         self.fd: int | None = None
         self.held = False
-        """While a batch of upstreams starts, the watchdog waits (it is told everything after)."""
+        """While a batch of upstreams starts, a watchdog not yet running waits (it is told everything after)."""
 
     @contextmanager
     def batch(self) -> Generator[None]:
@@ -145,8 +145,10 @@ class _Watchdog:
                 self.tell("")
 
     def tell(self, line: str) -> None:
-        if sys.platform == "win32" or self.held:
+        if sys.platform == "win32":
             return
+        if self.fd is None and self.held:
+            return  # started (and told everything tracked) when the batch ends
         if self.fd is None or (self.process is not None and self.process.poll() is not None):
             if not self._start():
                 return
