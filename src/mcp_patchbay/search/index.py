@@ -83,7 +83,10 @@ NAME_MAX_WORDS = 3
 UPSTREAM_DISCOUNT = 0.95
 NAME_COVER = 0.3
 """Added (in units of the best lexical score) times the share of a tool's name words the query has."""
-COVER_DEPTH = 100
+COVER_DEPTH = 25
+RESCORE = 100
+WEAK_ADMIT = 256
+ADMIT_CAP = 500
 SERVER_MENTION = 1.25
 """A tool's lexical score is multiplied by this when the query names its server."""
 MIN_PREFIX = 4
@@ -212,18 +215,28 @@ def note_match(query: str, *texts: str) -> float:
     return min(1.0, covered / len(weights))
 
 
+def _best_of(group: Sequence[tuple[dict[int, float], float]], doc: int) -> float:
+    best = 0.0
+    for posting, weight in group:
+        value = posting.get(doc)
+        if value is not None and value * weight > best:
+            best = value * weight
+    return best
+
+
 class ToolIndex:
     """A search index over one catalog's tools. Build it when the catalog changes; search per call."""
 
     def __init__(self, tools: Sequence[IndexedTool]) -> None:
         self.tools: tuple[IndexedTool, ...] = tuple(tools)
-        self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        self._postings: dict[str, dict[int, float]] = {}
         self._server_docs: dict[str, range | list[int]] = {}
         self._server_keys: dict[str, str] = {}
         self._server_word_docs: dict[str, list[int]] = {}
         self._server_vocabulary: list[str] = []
         self._name_words: list[frozenset[str]] = []
         self._vocabulary: list[str] = []
+        self._heads: dict[int, dict[int, float]] = {}  # id(long posting) -> its ADMIT_CAP best
         self._exposed_keys: list[str] = []
         self._exact: dict[str, list[int]] = {}
         self._upstream_keys: list[str] = []
@@ -264,7 +277,11 @@ class ToolIndex:
                 per_term.setdefault(word, {})[number] = f * (K1 + 1.0) / (f + K1)
         for word, postings in per_term.items():
             idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
-            self._postings[word] = (tuple(postings), tuple(idf * v for v in postings.values()))
+            self._postings[word] = {doc: idf * v for doc, v in postings.items()}
+            if len(postings) > ADMIT_CAP:
+                posting = self._postings[word]
+                head = heapq.nlargest(ADMIT_CAP, posting, key=posting.__getitem__)
+                self._heads[id(posting)] = {doc: posting[doc] for doc in sorted(head)}
 
         self._vocabulary = sorted(self._postings)
         server_docs: dict[str, list[int]] = {}
@@ -297,34 +314,60 @@ class ToolIndex:
             docs = self._server_docs.get(real, []) if real is not None else []
         return set(docs)
 
-    def _expand(self, weights: dict[str, float]) -> dict[str, float]:
-        """Add the index's words that a query word of MIN_PREFIX letters or more begins
-        ("mongo" -> "mongodb"), at PREFIX_WEIGHT of its weight, at most PREFIX_MAX each."""
-        if not PREFIX_WEIGHT:
-            return weights
-        out = dict(weights)
-        for term, weight in weights.items():
-            if len(term) < MIN_PREFIX or weight < 1.0:
-                continue
-            start = bisect.bisect_right(self._vocabulary, term)
-            for word in self._vocabulary[start : start + PREFIX_MAX]:
-                if not word.startswith(term):
-                    break
-                out[word] = max(out.get(word, 0.0), weight * PREFIX_WEIGHT)
-        return out
+    def _groups(self, query: str) -> list[list[tuple[dict[int, float], float]]]:
+        """One group per own query term: its posting at weight 1, its synonyms' at
+        SYNONYM_WEIGHT and, for a term of MIN_PREFIX letters or more, the postings of up to
+        PREFIX_MAX index words it begins ("mongo" -> "mongodb") at PREFIX_WEIGHT."""
+        postings = self._postings
+        groups: list[list[tuple[dict[int, float], float]]] = []
+        for term in dict.fromkeys(terms(query)):
+            members: dict[str, float] = {term: 1.0}
+            for synonym in SYNONYMS.get(term, ()):
+                members.setdefault(synonym, SYNONYM_WEIGHT)
+            if PREFIX_WEIGHT and len(term) >= MIN_PREFIX:
+                start = bisect.bisect_right(self._vocabulary, term)
+                for word in self._vocabulary[start : start + PREFIX_MAX]:
+                    if not word.startswith(term):
+                        break
+                    members.setdefault(word, PREFIX_WEIGHT)
+            group = [(postings[w], weight) for w, weight in members.items() if w in postings]
+            if group:
+                groups.append(group)
+        return groups
 
     def _lexical(self, query: str, allowed: set[int] | None) -> dict[int, float]:
-        scores: dict[int, float] = {}
-        get = scores.get
-        for term, weight in self._expand(query_terms(query)).items():
-            posting = self._postings.get(term)
-            if posting is None:
-                continue
-            for doc, value in zip(*posting, strict=True):
-                scores[doc] = get(doc, 0.0) + weight * value
+        """Doc -> lexical score for the docs that can rank (see ``_groups`` for groups).
+
+        A group adds, per doc, the best of its members' weighted values: a tool that says
+        both "fetch" and "retrieve" is not counted twice for "get". Two phases keep a search
+        cheap in a big catalog, where a common word's posting is thousands long:
+
+        1. Candidates: every group's own term and short members (at most ``WEAK_ADMIT``
+           docs) admit docs, each through the ``ADMIT_CAP`` docs where it weighs most
+           (impact-ordered heads, cut at build time), weighted values summed.
+        2. The ``RESCORE`` best candidates are scored exactly, every member looked up.
+
+        In a catalog where no posting is longer than ``WEAK_ADMIT`` (a few hundred tools)
+        this is exactly the full sum; in bigger ones a tool that only a very common word or
+        a common synonym would find cannot be a candidate.
+        """
+        groups = self._groups(query)
+        heads = self._heads
+        candidates: dict[int, float] = {}
+        get = candidates.get
+        for group in groups:
+            for posting, weight in group:
+                if weight < 1.0 and len(posting) > WEAK_ADMIT:
+                    continue
+                for doc, value in heads.get(id(posting), posting).items():
+                    candidates[doc] = get(doc, 0.0) + weight * value
         if allowed is not None:
-            scores = {d: s for d, s in scores.items() if d in allowed}
-        return scores
+            candidates = {d: v for d, v in candidates.items() if d in allowed}
+        if len(candidates) > RESCORE:
+            chosen: Iterable[int] = heapq.nlargest(RESCORE, candidates, key=candidates.__getitem__)
+        else:
+            chosen = candidates
+        return {doc: sum(_best_of(group, doc) for group in groups) for doc in chosen}
 
     def _mentioned_servers(self, query: str) -> set[int]:
         """Docs of the servers the query names: a query word (not a number) is a word of the
@@ -362,10 +405,14 @@ class ToolIndex:
         for key in keys:
             for doc in self._exact.get(key, ()):
                 offer(doc, 100.0)
-            for _, score, doc in process.extract(
-                key, self._exposed_keys, scorer=fuzz.ratio, processor=None, score_cutoff=NAME_CUTOFF, limit=10
-            ):
-                offer(doc, score)
+        if found and max(found.values()) >= 100.0:
+            return found  # a tool named exactly: near names add nothing worth 10,000 comparisons
+        for position, key in enumerate(keys):
+            if position == 0:  # typos in the server part: the whole query against exposed names
+                for _, score, doc in process.extract(
+                    key, self._exposed_keys, scorer=fuzz.ratio, processor=None, score_cutoff=NAME_CUTOFF, limit=10
+                ):
+                    offer(doc, score)
             for _, score, i in process.extract(
                 key,
                 self._upstream_keys,
@@ -384,24 +431,31 @@ class ToolIndex:
         allowed = self._server_filter(server)
         if allowed is not None and not allowed:
             return []
-        lexical = self._lexical(query, allowed)
         mentioned = self._mentioned_servers(query)
-        if mentioned:
-            lexical = {d: s * SERVER_MENTION if d in mentioned else s for d, s in lexical.items()}
+        lexical = self._lexical(query, allowed)
+        for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
+            if doc in lexical and doc in mentioned:
+                lexical[doc] *= SERVER_MENTION
+        for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
+            if doc in lexical and doc in mentioned:
+                lexical[doc] *= SERVER_MENTION
         names = self._names(query, allowed)
-        top_lexical = max(lexical.values(), default=0.0) or 1.0
-        combined: dict[int, float] = {d: s / top_lexical for d, s in lexical.items()}
-        if NAME_COVER and combined:
-            weights = query_terms(query)
-            depth = heapq.nlargest(COVER_DEPTH, combined.items(), key=lambda item: item[1])
-            for doc, score in depth:
-                words = self._name_words[doc]
-                if words:
-                    cover = sum(weights.get(w, 0.0) for w in words) / len(words)
-                    combined[doc] = score + NAME_COVER * cover
+        # Only the COVER_DEPTH best can reach the top (limit <= MAX_LIMIT < COVER_DEPTH): the
+        # bonus only adds, and every doc outside them scores no more than each inside.
+        depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
+        top_lexical = lexical[depth[0]] if depth else 1.0
+        weights = query_terms(query) if depth else {}
+        combined: dict[int, float] = {}
+        for doc in depth:
+            score = lexical[doc] / top_lexical
+            words = self._name_words[doc]
+            if words:
+                score += NAME_COVER * sum(weights.get(w, 0.0) for w in words) / len(words)
+            combined[doc] = score
         for doc, similarity in names.items():
             bonus = 1.0 + NAME_COVER + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
-            combined[doc] = combined.get(doc, 0.0) + bonus
+            base = combined.get(doc, lexical.get(doc, 0.0) / top_lexical)
+            combined[doc] = base + bonus
         if not combined:
             if allowed is None:
                 return []
