@@ -45,6 +45,8 @@ class CatalogTool:
     definition: types.Tool
     checker: ArgumentChecker | None
     retry_safe: bool
+    always_listed: bool = False
+    """Listed in search mode too (``tools.always_list``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ def build_catalog(
     checkers = {} if checkers is None else checkers
     catalog = Catalog(separator=separator)
 
+    tool_filters = {source.server: source.tool_filter for source in sources}
     visible: list[tuple[str, types.Tool]] = []
     hidden: list[tuple[str, str]] = []
     unavailable: dict[str, str] = {}
@@ -117,7 +120,9 @@ def build_catalog(
         checker = _checker(server, tool, checkers, live_checkers) if validate_arguments else None
         annotations = tool.annotations
         retry_safe = bool(annotations and (annotations.read_only_hint or annotations.idempotent_hint))
-        catalog.by_exposed[exposed] = CatalogTool(exposed, server, tool.name, tool, checker, retry_safe)
+        tool_filter = tool_filters[server]
+        listed = tool_filter is not None and tool_filter.always_listed(tool.name)
+        catalog.by_exposed[exposed] = CatalogTool(exposed, server, tool.name, tool, checker, retry_safe, listed)
         catalog.tools.append(tool if exposed == tool.name else tool.model_copy(update={"name": exposed}))
         entries.append(NameEntry(exposed=exposed, server=server, item=tool.name))
     checkers.clear()

@@ -220,10 +220,19 @@ class ToolFilter(BaseModel, frozen=True):
     deny: _Names = ()
     """Tools matching one of these are never served."""
 
+    always_list: _Names = ()
+    """In search mode (``patchbay.expose``), tools matching one of these are listed to the
+    client beside ``find_tools`` and ``call_tool``; ``["*"]`` lists the whole server."""
+
     _cache: _CompiledFilter = PrivateAttr(default_factory=_CompiledFilter)
 
     def model_post_init(self, context: Any, /) -> None:
         self._cache.compile(self.allow, self.deny)
+
+    def always_listed(self, tool_name: str) -> bool:
+        """Whether the upstream tool ``tool_name`` is listed in search mode too."""
+        pattern = _compile_patterns(self.always_list)
+        return pattern is not None and pattern.match(tool_name) is not None
 
     def permits(self, tool_name: str) -> bool:
         """Whether the upstream tool ``tool_name`` is served."""
@@ -238,10 +247,10 @@ class ToolFilter(BaseModel, frozen=True):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ToolFilter):
             return NotImplemented
-        return (self.allow, self.deny) == (other.allow, other.deny)
+        return (self.allow, self.deny, self.always_list) == (other.allow, other.deny, other.always_list)
 
     def __hash__(self) -> int:
-        return hash((ToolFilter, self.allow, self.deny))
+        return hash((ToolFilter, self.allow, self.deny, self.always_list))
 
 
 def _freeze(value: object) -> object:
@@ -401,6 +410,24 @@ class Settings(BaseModel, frozen=True):
     """The name the client knows the proxy by (``claude mcp add NAME``). Clients prefix tool
     names with it (Claude Code sends ``mcp__NAME__tool``, limit 64), so when it is set the
     exposed names are shortened to fit every known client; ``check`` warns of any that do not."""
+
+    expose: Literal["all", "search", "auto"] = "auto"
+    """How the upstreams' tools reach the client. ``"all"``: every tool is listed.
+    ``"search"``: the client lists ``patchbay__find_tools`` and ``patchbay__call_tool`` (plus
+    tools kept listed with ``tools.always_list``), finds tools by searching and calls them
+    by name as data. ``"auto"``: search once the catalog has more than ``search_threshold``
+    tools."""
+
+    search_threshold: Annotated[int, Field(ge=0)] = 40
+    """With ``expose: "auto"``, the number of tools above which search mode is used. 40: Cursor
+    long capped the tools it sends at 40, Copilot CLI switches to tool search at about 30,
+    and Claude Code when tools pass 10% of the context (about 20,000 tokens of a 200k
+    context, some 40 to 80 typical tool definitions)."""
+
+    call_tool: bool = False
+    """In ``expose: "all"`` mode, also list ``patchbay__call_tool``, for clients that refuse a
+    tool name they did not list (the name then travels as data and gets the proxy's forgiving
+    resolution)."""
 
     unknown_tool: Literal["result", "error"] = "result"
     """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""

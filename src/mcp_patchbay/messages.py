@@ -22,8 +22,11 @@ def _shown(called: str, limit: int = 80) -> str:
     return called if len(called) <= limit else called[: limit - 1] + "…"
 
 
-def unknown_name(resolution: Resolution, resolver: Resolver, *, kind: str = "tool") -> ClientError:
-    """For kinds "unknown" and "ambiguous"."""
+def unknown_name(
+    resolution: Resolution, resolver: Resolver, *, kind: str = "tool", search_tool: str | None = None
+) -> ClientError:
+    """For kinds "unknown" and "ambiguous". ``search_tool`` (search mode's ``find_tools``) is
+    named as the way to find the right tool when no name comes close."""
     called = _shown(resolution.called)
     code = Code.TOOL_NOT_FOUND if kind == "tool" else Code.PROMPT_NOT_FOUND
     if resolution.kind == "ambiguous":
@@ -34,21 +37,26 @@ def unknown_name(resolution: Resolution, resolver: Resolver, *, kind: str = "too
             suggestions=resolution.candidates[:5],
         )
     suggestions = resolution.candidates[:5]
+    search = f" If none fits, search with {search_tool}." if search_tool is not None else ""
     if len(suggestions) == 1:
         return ClientError(
             code,
-            f"Unknown {kind} '{called}'. Did you mean '{suggestions[0]}'? Call it with its exact name.",
+            f"Unknown {kind} '{called}'. Did you mean '{suggestions[0]}'? Call it with its exact name.{search}",
             suggestions=suggestions,
         )
     if suggestions:
         return ClientError(
             code,
             f"Unknown {kind} '{called}'. Did you mean one of: {_quoted(suggestions)}? "
-            "Call the right one with its exact name.",
+            f"Call the right one with its exact name.{search}",
             suggestions=suggestions,
         )
     head = f"Unknown {kind} '{called}', and no {kind} has a similar name. "
-    tail = f" List the {kind}s again to see every exact name."
+    tail = (
+        f" Search with {search_tool} for what you need to do, then call a tool it finds."
+        if search_tool is not None
+        else f" List the {kind}s again to see every exact name."
+    )
     return ClientError(code, head + _overview(resolver, MAX_MODEL_TEXT - len(head) - len(tail)) + tail)
 
 

@@ -51,6 +51,7 @@ from mcp_patchbay.errors import (
     to_mcp_error,
     to_result,
 )
+from mcp_patchbay.exposure import Exposure, call_request, find_request, find_result, unavailable_notes
 from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.policies import ToolCall
@@ -118,6 +119,7 @@ class Proxy:
         self._tg: anyio.abc.TaskGroup | None = None
         self._pending_changes: set[str] = set()
         self._changes = anyio.Event()
+        self.exposure = Exposure(self.settings)
         self.server = self._build_server()
         self.lane = CallLane(self.run_tool)
 
@@ -251,8 +253,16 @@ class Proxy:
         return types.ListToolsResult(tools=tools)
 
     def _tools_listing(self) -> list[types.Tool]:
-        tools = self.supervisor.catalog.tools
-        return [*tools, _status_tool()] if self.settings.status_tool else list(tools)
+        tools = self.exposure.listing(self.supervisor.catalog, self._servers())
+        return [*tools, _status_tool()] if self.settings.status_tool else tools
+
+    def _servers(self) -> dict[str, str | None]:
+        """Every server that may serve, in config order, to what it says it is for."""
+        return {
+            name: upstream.instructions
+            for name, upstream in self.supervisor.upstreams.items()
+            if upstream.state is not State.DISABLED
+        }
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -270,10 +280,14 @@ class Proxy:
         arguments: dict[str, Any] | None,
         on_progress: ProgressFn | None = None,
         meta: dict[str, Any] | None = None,
+        *,
+        named_as_data: bool = False,
     ) -> dict[str, Any]:
         """One tool call, whatever the way it came: the result as JSON values, an ``isError``
         result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
-        ``meta`` is the client's ``_meta`` less its progress token, passed on upstream."""
+        ``meta`` is the client's ``_meta`` less its progress token, passed on upstream.
+        ``named_as_data``: the name came as ``call_tool``'s argument, so a name that cannot be
+        resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call)."""
         started = time.monotonic()
         target = self.supervisor.catalog.by_exposed.get(called)
         server: str | None = None
@@ -284,6 +298,17 @@ class Proxy:
             if target is None:
                 if called == STATUS_TOOL and self.settings.status_tool:
                     return self._status_result()
+                own = self.exposure.names
+                if called == own.find_tools:
+                    return self._find_tools(arguments)
+                if called == own.call_tool:
+                    name, target_arguments = call_request(arguments, own)
+                    if name in (own.find_tools, own.call_tool):
+                        raise ClientError(
+                            Code.INVALID_ARGUMENTS,
+                            f"{own.call_tool} calls the servers' tools; call {name} directly instead.",
+                        )
+                    return await self.run_tool(name, target_arguments, on_progress, meta, named_as_data=True)
                 target = self._resolve(called)
             server = target.server
             upstream = self.supervisor.upstreams.get(server)
@@ -317,7 +342,7 @@ class Proxy:
                 )
             return result
         except PatchbayError as error:
-            return self._fail(error, called, target, server, started)
+            return self._fail(error, called, target, server, started, strict=not named_as_data)
         except Exception as exc:  # a bug of ours: the session still goes on
             logger.exception("unexpected error in tools/call %.200r", called)
             error = UpstreamError(
@@ -328,6 +353,13 @@ class Proxy:
                 server=server,
             )
             return self._fail(error, called, target, server, started)
+
+    def _find_tools(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Search mode's ``find_tools`` (after startup, as ``tools/list``)."""
+        request = find_request(arguments)
+        index = self.exposure.index(self.supervisor.catalog, self._servers())
+        notes = unavailable_notes(request.query, self.supervisor.upstreams.values())
+        return find_result(index, request, notes, self.exposure.names)
 
     def _resolve(self, called: str) -> CatalogTool:
         catalog = self.supervisor.catalog
@@ -344,7 +376,8 @@ class Proxy:
             upstream = self.supervisor.upstreams.get(resolution.server)
             if upstream is not None:
                 raise upstream.unavailable_error()
-        raise unknown_name(resolution, resolver)
+        searching = self.exposure.search_mode(catalog)
+        raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
 
     def _tool_call(
         self,
@@ -365,7 +398,14 @@ class Proxy:
         )
 
     def _fail(
-        self, error: PatchbayError, called: str, target: CatalogTool | None, server: str | None, started: float
+        self,
+        error: PatchbayError,
+        called: str,
+        target: CatalogTool | None,
+        server: str | None,
+        started: float,
+        *,
+        strict: bool = True,
     ) -> dict[str, Any]:
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
@@ -384,7 +424,11 @@ class Proxy:
             f" | detail: {error.detail}" if error.detail else "",
             exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
         )
-        if self.settings.unknown_tool == "error" and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS):
+        if (
+            strict
+            and self.settings.unknown_tool == "error"
+            and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS)
+        ):
             raise to_mcp_error(error)
         return _dump(to_result(error))
 

@@ -104,6 +104,8 @@ class Upstream:
     ready_since: float | None = None
     first_ready_after: float | None = None
     server_info: types.Implementation | None = None
+    instructions: str | None = None
+    """What the server says it is for (its ``initialize`` answer): search mode describes it so."""
     capabilities: types.ServerCapabilities | None = None
     first_attempt_done: anyio.Event = field(default_factory=anyio.Event)
 
@@ -387,6 +389,7 @@ class Upstream:
                 try:
                     init = await session.initialize()
                     self.server_info = init.server_info
+                    self.instructions = init.instructions
                     self.capabilities = init.capabilities
                     listing = await self._read_listing(session, init.capabilities)
                 except Exception as exc:

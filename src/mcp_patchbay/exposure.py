@@ -1,0 +1,284 @@
+"""What the client is shown of the upstreams' tools: every tool, or a search and a call route.
+
+Two facts shape it. Every tool listed costs the model context before the user typed a
+word (30 popular servers list some 140,000 tokens of tools). And most clients refuse a
+tool name they did not list, so the proxy's forgiving name resolution reaches the model
+only when the name travels as data. ``patchbay.expose`` picks the listing:
+
+- ``"all"``: every upstream tool, namespaced (``server__tool``); with
+  ``patchbay.call_tool: true`` also ``patchbay__call_tool``.
+- ``"search"``: ``patchbay__find_tools`` and ``patchbay__call_tool`` (named with the
+  configured separator) and the tools kept listed with an entry's
+  ``tools.always_list``; nothing else. The model searches, then calls by name as data.
+- ``"auto"`` (default): search once the merged catalog has more than
+  ``patchbay.search_threshold`` tools, all tools below it.
+
+``find_tools`` waits for startup as ``tools/list`` does, searches an index built once per
+catalog (``search.ToolIndex``), and names servers that cannot serve now but would have
+matched, with what to do. ``call_tool`` hands the name and arguments to the same
+``Proxy.run_tool`` path as a direct call: resolution, suggestions, argument checks,
+policies, deadlines, progress and cancellation are exactly those of a direct call.
+
+The ``search`` package is imported at the first search-mode listing, not at startup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import mcp_types as types
+
+from mcp_patchbay.catalog import Catalog
+from mcp_patchbay.config import Settings
+from mcp_patchbay.errors import ClientError, Code
+from mcp_patchbay.upstream import State, Upstream
+
+if TYPE_CHECKING:
+    from mcp_patchbay.search import IndexedTool, ServerNote, ToolIndex
+
+OWN_PREFIX = "patchbay"
+CHARS_PER_TOKEN = 4
+"""A common estimate for English text and JSON in current tokenizers."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnTools:
+    """The names of the proxy's own tools for a separator."""
+
+    find_tools: str
+    call_tool: str
+
+    @classmethod
+    def for_separator(cls, separator: str) -> OwnTools:
+        return cls(f"{OWN_PREFIX}{separator}find_tools", f"{OWN_PREFIX}{separator}call_tool")
+
+
+def search_mode(settings: Settings, tool_count: int) -> bool:
+    """Whether a catalog of ``tool_count`` tools is served in search mode."""
+    if settings.expose == "auto":
+        return tool_count > settings.search_threshold
+    return settings.expose == "search"
+
+
+def listing_cost(tools: Sequence[types.Tool]) -> tuple[int, int]:
+    """(characters, estimated tokens) of a ``tools/list`` answer's tools, as JSON."""
+    chars = sum(len(tool.model_dump_json(by_alias=True, exclude_none=True)) for tool in tools)
+    return chars, math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def call_tool_definition(names: OwnTools) -> types.Tool:
+    return types.Tool(
+        name=names.call_tool,
+        description=(
+            f"Call a tool of the servers behind this proxy by its name. Find the tool and its arguments with "
+            f"{names.find_tools} first. A mistaken or partial name is resolved when it is unambiguous; otherwise "
+            "the answer suggests names."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name, as find_tools gave it."},
+                "arguments": {"type": "object", "description": "The tool's arguments, matching its inputSchema."},
+            },
+            "required": ["name"],
+        },
+    )
+
+
+def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
+    from mcp_patchbay.search import DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA
+
+    return types.Tool(
+        name=names.find_tools,
+        description=description,
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What you need to do, in a few words, or a tool name.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": f"How many tools to return, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+                },
+                "server": {"type": "string", "description": "Search only this server's tools."},
+            },
+            "required": ["query"],
+        },
+        output_schema=OUTPUT_SCHEMA,
+        annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+
+
+class Exposure:
+    """The listing for the current catalog, and the search index, each built once per catalog."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.names = OwnTools.for_separator(settings.separator)
+        self._built_for: tuple[int, tuple[tuple[str, str | None], ...]] | None = None
+        self._index: ToolIndex | None = None
+        self._find_tools: types.Tool | None = None
+
+    def search_mode(self, catalog: Catalog) -> bool:
+        return search_mode(self.settings, len(catalog.tools))
+
+    def listing(self, catalog: Catalog, servers: Mapping[str, str | None]) -> list[types.Tool]:
+        """The tools the client lists now (without the status tool, which the server adds).
+        ``servers``: every server in config order, to its instructions."""
+        if not self.search_mode(catalog):
+            extra = [call_tool_definition(self.names)] if self.settings.call_tool else []
+            return [*catalog.tools, *extra]
+        self._build(catalog, servers)
+        assert self._find_tools is not None
+        kept = [tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed]
+        return [self._find_tools, call_tool_definition(self.names), *kept]
+
+    def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
+        self._build(catalog, servers)
+        assert self._index is not None
+        return self._index
+
+    def _build(self, catalog: Catalog, servers: Mapping[str, str | None]) -> None:
+        key = (id(catalog), tuple(servers.items()))
+        if key == self._built_for:
+            return
+        from mcp_patchbay.search import ToolIndex, find_tools_description
+
+        tools = indexed_tools(catalog, servers)
+        self._index = ToolIndex.build(tools)
+        description = find_tools_description(
+            self._index.tools, servers=servers, find_tools=self.names.find_tools, call_tool=self.names.call_tool
+        )
+        self._find_tools = find_tools_definition(self.names, description)
+        self._built_for = key
+
+
+def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[IndexedTool]:
+    from mcp_patchbay.search import IndexedTool
+
+    indexed: list[IndexedTool] = []
+    for tool in catalog.tools:
+        entry = catalog.by_exposed[tool.name]
+        indexed.append(
+            IndexedTool(
+                name=tool.name,
+                server=entry.server,
+                tool=entry.upstream_name,
+                description=tool.description or "",
+                title=tool.title or (tool.annotations.title if tool.annotations else None),
+                input_schema=tool.input_schema,
+                server_instructions=servers.get(entry.server),
+            )
+        )
+    return indexed
+
+
+@dataclass(frozen=True, slots=True)
+class FindRequest:
+    query: str
+    limit: int | None
+    server: str | None
+
+
+def find_request(arguments: Mapping[str, Any] | None) -> FindRequest:
+    """``find_tools``' arguments, forgiving where the meaning is plain: a numeric string as
+    ``limit``, out-of-range limits clamped (by the index), an empty ``server`` as none."""
+    args = arguments or {}
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ClientError(
+            Code.INVALID_ARGUMENTS,
+            "find_tools needs a 'query': what you need to do in a few words, or a tool name. Call it again with one.",
+        )
+    limit = args.get("limit")
+    if isinstance(limit, str) and limit.strip().lstrip("-").isdigit():
+        limit = int(limit.strip())
+    elif isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)
+    server = args.get("server")
+    return FindRequest(
+        query=query.strip(),
+        limit=limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
+        server=server.strip() if isinstance(server, str) and server.strip() else None,
+    )
+
+
+def call_request(arguments: Mapping[str, Any] | None, names: OwnTools) -> tuple[str, dict[str, Any] | None]:
+    """``call_tool``'s target name and arguments (an absent ``arguments`` is none)."""
+    args = arguments or {}
+    name = args.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ClientError(
+            Code.INVALID_ARGUMENTS,
+            f"{names.call_tool} needs 'name' (a tool's name from {names.find_tools}) and 'arguments' (an object). "
+            "Call it again with them.",
+        )
+    target_args = args.get("arguments")
+    if target_args is not None and not isinstance(target_args, dict):
+        raise ClientError(
+            Code.INVALID_ARGUMENTS,
+            f"{names.call_tool}: 'arguments' must be an object of the tool's arguments, like "
+            '{"path": "README.md"}. Call it again with an object.',
+        )
+    return name.strip(), cast("dict[str, Any] | None", target_args)
+
+
+_NOTE_STATES: dict[State, tuple[str, str]] = {
+    State.STARTING: ("starting", "try again in a few seconds"),
+    State.RESTARTING: ("restarting", "try again in a few seconds"),
+    State.FAILED: ("down", "tell the user it failed to start; 'mcp-patchbay check' says why"),
+    State.INVALID: ("misconfigured", "tell the user to run 'mcp-patchbay check'"),
+}
+
+
+def unavailable_notes(query: str, upstreams: Iterable[Upstream]) -> list[ServerNote]:
+    """The servers that cannot serve now, each with how well what is known of it matches ``query``
+    (its name, and the tools it listed when it last could). Disabled servers are the user's
+    choice and are not mentioned."""
+    from mcp_patchbay.search import ServerNote, note_match
+
+    notes: list[ServerNote] = []
+    for upstream in upstreams:
+        described = _NOTE_STATES.get(upstream.state)
+        if described is None:
+            continue
+        known = [upstream.name, *(f"{t.name} {t.description or ''}" for t in upstream.listing.tools)]
+        notes.append(ServerNote(upstream.name, described[0], described[1], note_match(query, *known)))
+    return notes
+
+
+def find_result(index: ToolIndex, request: FindRequest, notes: Sequence[ServerNote], names: OwnTools) -> dict[str, Any]:
+    """The ``tools/call`` result of a search, as JSON values."""
+    from mcp_patchbay.search import render_answer
+
+    if request.server is not None and request.server not in index.servers and not notes:
+        known = ", ".join(index.servers[:20]) or "none yet"
+        raise ClientError(
+            Code.INVALID_ARGUMENTS,
+            f"No server is named '{request.server[:80]}'. Servers: {known}. Search again without 'server' or "
+            "with one of these.",
+        )
+    hits = index.search(request.query, limit=request.limit, server=request.server)
+    structured, text = render_answer(
+        hits, query=request.query, unavailable=notes, server=request.server, call_tool=names.call_tool
+    )
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+
+
+__all__ = [
+    "Exposure",
+    "FindRequest",
+    "OwnTools",
+    "call_request",
+    "call_tool_definition",
+    "find_request",
+    "find_result",
+    "listing_cost",
+    "search_mode",
+    "unavailable_notes",
+]

@@ -1,0 +1,261 @@
+"""Search mode through the proxy: the listing, find_tools and call_tool, in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import jsonschema
+import mcp_types as types
+import pytest
+from mcp.server.context import ServerRequestContext
+
+from mcp_patchbay.search import OUTPUT_SCHEMA
+from tests.harness import (
+    FakeTool,
+    MemoryUpstreams,
+    config_from,
+    connected,
+    error_info,
+    make_server,
+    result_text,
+    text,
+)
+
+pytestmark = pytest.mark.anyio
+
+FIND = "patchbay__find_tools"
+CALL = "patchbay__call_tool"
+
+
+async def _echo(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"ran with {sorted(args.items())}")],
+        structured_content={"args": args},
+    )
+
+
+def _github() -> Any:
+    issue = {
+        "type": "object",
+        "properties": {"repo": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}},
+        "required": ["repo", "title"],
+    }
+    return make_server(
+        "github",
+        {
+            "create_issue": FakeTool(_echo, issue, description="Create a new issue in a GitHub repository."),
+            "list_pull_requests": FakeTool(_echo, description="List pull requests of a repository."),
+            "merge_pull_request": FakeTool(_echo, description="Merge a pull request."),
+        },
+    )
+
+
+def _files() -> Any:
+    read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    return make_server(
+        "files",
+        {
+            "read_file": FakeTool(_echo, read, description="Read the complete contents of a file from disk."),
+            "write_file": FakeTool(_echo, description="Create or overwrite a file with new content."),
+            "list_directory": FakeTool(_echo, description="List the files and folders in a directory."),
+        },
+    )
+
+
+def _config(patchbay: dict[str, Any] | None = None, **entries: Any) -> Any:
+    servers = {"github": {"command": "x"}, "files": {"command": "x"}}
+    servers.update(entries)
+    return config_from(servers, {"expose": "search", **(patchbay or {})})
+
+
+def _upstreams(**extra: Any) -> MemoryUpstreams:
+    return MemoryUpstreams({"github": _github(), "files": _files(), **extra})
+
+
+async def test_search_mode_lists_find_tools_and_call_tool_and_nothing_else() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == [FIND, CALL]
+    find = tools[0]
+    assert find.description is not None and "github" in find.description and "files" in find.description
+    assert find.output_schema is not None
+
+
+async def test_auto_mode_follows_the_threshold() -> None:
+    small = config_from({"github": {"command": "x"}, "files": {"command": "x"}}, {"search_threshold": 10})
+    async with connected(small, _upstreams()) as (_, client):
+        assert len((await client.list_tools()).tools) == 6  # 6 tools: all listed
+    large = config_from({"github": {"command": "x"}, "files": {"command": "x"}}, {"search_threshold": 5})
+    async with connected(large, _upstreams()) as (_, client):
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+
+
+async def test_always_list_keeps_chosen_tools_listed_in_search_mode() -> None:
+    config = _config(
+        github={"command": "x", "tools": {"always_list": ["create_issue"]}},
+        files={"command": "x", "tools": {"always_list": ["*"]}},
+    )
+    async with connected(config, _upstreams()) as (_, client):
+        names = [t.name for t in (await client.list_tools()).tools]
+    assert names == [
+        FIND,
+        CALL,
+        "github__create_issue",
+        "files__read_file",
+        "files__write_file",
+        "files__list_directory",
+    ]
+
+
+async def test_find_tools_answers_a_task_with_the_right_tool_and_its_schema() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        result = await client.call_tool(FIND, {"query": "open a new bug report on the repo"})
+    assert not result.is_error, result_text(result)
+    structured = result.structured_content
+    assert structured is not None
+    jsonschema.validate(structured, OUTPUT_SCHEMA)
+    first = structured["tools"][0]
+    assert first["name"] == "github__create_issue"
+    assert first["server"] == "github" and first["tool"] == "create_issue"
+    assert first["inputSchema"]["required"] == ["repo", "title"]
+    assert "github__create_issue" in result_text(result)
+    assert len(result_text(result)) < 10_000
+
+
+async def test_find_tools_puts_a_mistaken_name_first_and_clamps_the_limit() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        result = await client.call_tool(FIND, {"query": "files.readFile", "limit": 500})
+        restricted = await client.call_tool(FIND, {"query": "list", "server": "files", "limit": "0"})
+    assert result.structured_content is not None
+    assert result.structured_content["tools"][0]["name"] == "files__read_file"
+    assert 1 <= len(result.structured_content["tools"]) <= 6  # 500 clamped to 20; six tools exist
+    assert restricted.structured_content is not None
+    assert [t["server"] for t in restricted.structured_content["tools"]] == ["files"]  # limit 0 -> 1
+
+
+async def test_find_tools_without_a_query_says_what_to_send() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        result = await client.call_tool(FIND, {})
+    assert error_info(result)["code"] == "INVALID_ARGUMENTS"
+    assert "query" in result_text(result)
+
+
+async def test_call_tool_runs_exactly_the_named_tool_with_its_result_unchanged() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        result = await client.call_tool(CALL, {"name": "files__read_file", "arguments": {"path": "README.md"}})
+    assert not result.is_error
+    assert result.structured_content == {"args": {"path": "README.md"}}
+    assert result_text(result) == "ran with [('path', 'README.md')]"
+
+
+async def test_call_tool_resolves_mistaken_names_and_checks_arguments() -> None:
+    async with connected(_config(), _upstreams()) as (_, client):
+        resolved = await client.call_tool(CALL, {"name": "files/read_file", "arguments": {"path": "a"}})
+        invalid = await client.call_tool(CALL, {"name": "github__create_issue", "arguments": {"repo": "x"}})
+        unknown = await client.call_tool(CALL, {"name": "github__create_isue", "arguments": {}})
+        nothing = await client.call_tool(CALL, {"name": "zzz_qqq", "arguments": {}})
+        no_name = await client.call_tool(CALL, {"arguments": {}})
+    assert resolved.structured_content == {"args": {"path": "a"}}
+    assert error_info(invalid)["code"] == "INVALID_ARGUMENTS" and "title" in result_text(invalid)
+    info = error_info(unknown)
+    assert info["code"] == "TOOL_NOT_FOUND" or info["code"] == "TOOL_AMBIGUOUS" or unknown.structured_content
+    assert error_info(nothing)["code"] == "TOOL_NOT_FOUND"
+    assert FIND in result_text(nothing)
+    assert len(result_text(nothing)) < 500
+    assert error_info(no_name)["code"] == "INVALID_ARGUMENTS"
+
+
+async def test_call_tool_unknown_name_is_a_result_even_in_strict_unknown_tool_mode() -> None:
+    async with connected(_config({"unknown_tool": "error"}), _upstreams()) as (_, client):
+        result = await client.call_tool(CALL, {"name": "nope_nothing", "arguments": {}})
+    assert error_info(result)["code"] == "TOOL_NOT_FOUND"
+
+
+async def test_call_tool_reaches_a_broken_server_and_find_tools_names_it() -> None:
+    upstreams = _upstreams()
+    upstreams.refuse.add("jira")
+    config = _config(jira={"command": "x"})
+    async with connected(config, upstreams) as (proxy, client):
+        with anyio.fail_after(10):
+            await proxy.supervisor.upstreams["jira"].first_attempt_done.wait()
+        called = await client.call_tool(CALL, {"name": "jira__create_ticket", "arguments": {}})
+        found = await client.call_tool(FIND, {"query": "create a jira ticket"})
+    assert error_info(called)["code"] == "SERVER_UNAVAILABLE"
+    assert found.structured_content is not None
+    notes = found.structured_content.get("unavailable")
+    assert notes and notes[0]["server"] == "jira", found.structured_content
+    assert "jira" in result_text(found)
+
+
+async def test_call_tool_forwards_progress_and_meta() -> None:
+    async def work(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        for step in range(3):
+            await ctx.session.report_progress(step + 1, 3)
+        return text(str((ctx.meta or {}).get("traceparent")))
+
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    upstreams = MemoryUpstreams({"svc": make_server("svc", {"work": FakeTool(work)})})
+    config = config_from({"svc": {"command": "x"}}, {"expose": "search"})
+    async with connected(config, upstreams) as (_, client):
+        result = await client.call_tool(
+            CALL, {"name": "svc__work", "arguments": {}}, progress_callback=on_progress, meta={"traceparent": "tp"}
+        )
+    assert result_text(result) == "tp"
+    assert seen == [1, 2, 3]
+
+
+async def test_find_tools_waits_for_servers_still_starting() -> None:
+    gate = anyio.Event()
+
+    class Gated(MemoryUpstreams):
+        def __call__(self, name: str, spec: Any) -> Any:
+            inner = super().__call__(name, spec)
+            if name != "files":
+                return inner
+            from contextlib import asynccontextmanager
+
+            @asynccontextmanager
+            async def delayed() -> Any:
+                await gate.wait()
+                async with inner as link:
+                    yield link
+
+            return delayed()
+
+    config = _config({"startup_wait": 10})
+    async with connected(config, Gated({"github": _github(), "files": _files()})) as (_, client):
+        async with anyio.create_task_group() as tg:
+            results: list[types.CallToolResult] = []
+
+            async def search() -> None:
+                results.append(await client.call_tool(FIND, {"query": "read a file from disk"}))
+
+            tg.start_soon(search)
+            await anyio.wait_all_tasks_blocked()
+            assert results == []  # waiting for 'files', not answering from half an index
+            gate.set()
+    assert results[0].structured_content is not None
+    assert results[0].structured_content["tools"][0]["name"] == "files__read_file"
+
+
+async def test_all_mode_can_add_call_tool_for_clients_that_refuse_unlisted_names() -> None:
+    config = config_from({"github": {"command": "x"}, "files": {"command": "x"}}, {"expose": "all", "call_tool": True})
+    async with connected(config, _upstreams()) as (_, client):
+        names = [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool(CALL, {"name": "github__list_pull_requests"})
+    assert names[-1] == CALL and len(names) == 7 and FIND not in names
+    assert not result.is_error
+
+
+async def test_search_mode_uses_the_configured_separator() -> None:
+    config = _config({"separator": "-"})
+    async with connected(config, _upstreams()) as (_, client):
+        names = [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("patchbay-call_tool", {"name": "files-read_file", "arguments": {"path": "x"}})
+    assert names == ["patchbay-find_tools", "patchbay-call_tool"]
+    assert not result.is_error
