@@ -2,10 +2,13 @@
 
 Pure. Rules:
 
-- Each server gets one line: its name and a few words on what it is for. With
-  ``instructions``, their first sentence; else its tools' most frequent topic words
-  (words of tool names, then of descriptions, without stop words, common verbs and the
-  server's own name), most frequent first, ties in first-seen order; then its tool count.
+- Each server gets one line: its name, its tool count and a few words on what it is for.
+  With ``instructions``, their first sentence (headings and markup skipped); else its
+  tools' topics: what is left of a tool's name without stop words, common verbs and the
+  server's own name ("pull request" of ``create_pull_request``). A word in more than half
+  of a server's tool names (``browser_*``) comes first, once, and is left out of the
+  other topics; then the most frequent topics (plurals folded), ties in first-seen order,
+  and words of descriptions if there are fewer than four; with none, the tool names.
 - The lines share what is left of ``budget`` (default 2,000 characters) after the fixed
   text, each cut at a word boundary to its share (at least ``MIN_LINE``); servers that
   still do not fit are counted in a last line ("and N more").
@@ -19,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from mcp_patchbay.search.index import IndexedTool
 from mcp_patchbay.search.render import _cut  # pyright: ignore[reportPrivateUsage]
-from mcp_patchbay.search.text import STOP_WORDS, split_words
+from mcp_patchbay.search.text import STOP_WORDS, fold, split_words
 
 __all__ = ["DESCRIPTION_BUDGET", "find_tools_description", "server_summary"]
 
@@ -28,7 +31,7 @@ MIN_LINE = 40
 TOPIC_WORDS = 4
 
 _VERBS = frozenset(
-    [
+    (
         "get",
         "fetch",
         "read",
@@ -71,29 +74,51 @@ _VERBS = frozenset(
         "tool",
         "tools",
         "data",
-    ]
+        "many",
+        "all",
+        "bulk",
+    )
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_MARKUP = re.compile(r"[*_`>]+|^[-+] ")
+
+
+def _first_sentence(instructions: str) -> str:
+    """The first sentence of the first line that is not a markdown heading, markup removed."""
+    for raw in instructions.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            text = _MARKUP.sub("", line).strip()
+            return _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
+    return ""
 
 
 def server_summary(server: str, instructions: str | None, tools: Sequence[IndexedTool]) -> str:
     """A few words on what ``server`` is for (see the module docstring)."""
-    if instructions and instructions.strip():
-        first = _SENTENCE_END.split(instructions.strip(), maxsplit=1)[0]
-        return _cut(first, 120).rstrip(".")
-    own = set(split_words(server))
-    skip = STOP_WORDS | _VERBS | own
-    counts: Counter[str] = Counter()
-    for tool in tools:
-        counts.update(w for w in split_words(tool.tool) if w not in skip and len(w) > 2 and not w.isdigit())
-    if len(counts) < TOPIC_WORDS:
+    first = _first_sentence(instructions) if instructions else ""
+    if first:
+        return first
+    skip = STOP_WORDS | _VERBS | set(split_words(server))
+    names = [[w for w in split_words(t.tool) if w not in skip and not w.isdigit() and len(w) > 1] for t in tools]
+    spread: Counter[str] = Counter(w for words in names for w in set(words))
+    common = [w for w, n in spread.most_common(2) if len(tools) >= 3 and n > len(tools) / 2]
+    phrases: Counter[str] = Counter()
+    shown: dict[str, str] = {}  # folded phrase -> its first spelling: "issue" and "issues" are one
+    for words in names:
+        kept = [w for w in words if w not in common]
+        if kept:
+            key = " ".join(fold(w) for w in kept)
+            shown.setdefault(key, " ".join(kept))
+            phrases[key] += 1
+    if len(phrases) < TOPIC_WORDS:
+        skip |= set(common)
         for tool in tools:
-            counts.update(
-                w for w in split_words(tool.description)[:30] if w not in skip and len(w) > 3 and not w.isdigit()
-            )
-    words = [w for w, _ in counts.most_common(TOPIC_WORDS)]
-    count = f"{len(tools)} tool{'s' if len(tools) != 1 else ''}"
-    return f"{', '.join(words)} ({count})" if words else count
+            for word in split_words(tool.description)[:30]:
+                if word not in skip and len(word) > 3 and not word.isdigit():
+                    shown.setdefault(fold(word), word)
+                    phrases[fold(word)] += 1
+    topics = common + [shown[p] for p, _ in phrases.most_common(TOPIC_WORDS)]
+    return ", ".join(topics or [t.tool for t in tools[:TOPIC_WORDS]])
 
 
 def find_tools_description(
@@ -117,13 +142,15 @@ def find_tools_description(
             s: next((t.server_instructions for t in ts if t.server_instructions), None) for s, ts in by_server.items()
         }
     head = (
-        f"Search the tools of the servers below by what you need to do, in a few words "
-        f'("create a GitHub issue") or by a tool name. Returns the best matches with their '
-        f'arguments schemas. Then call one with {call_tool}, passing "name" (from the results) '
-        f'and "arguments" (an object matching its schema). Optional: "server" to search one '
-        f'server, "limit" (1-20, default 5).\nServers:'
+        f'Find tools of the servers below by the task in a few words ("create a GitHub issue") or by '
+        f"a tool name; the answer lists the best matches with their arguments schemas. Then call one "
+        f'with {call_tool} {{"name": <from the answer>, "arguments": {{...}}}}. Optional: "server" '
+        f'(search one server), "limit" (1-20, default 5).\nServers (tool count):'
     )
-    lines = [f"- {name}: {server_summary(name, instr, by_server.get(name, []))}" for name, instr in servers.items()]
+    lines = [
+        f"- {name} ({len(by_server.get(name, []))}): {server_summary(name, instr, by_server.get(name, []))}"
+        for name, instr in servers.items()
+    ]
     room = budget - len(head) - 40
     if not lines:
         return (head.rsplit("\n", 1)[0] + " No servers are connected yet.")[:budget]

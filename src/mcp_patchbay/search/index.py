@@ -6,30 +6,34 @@ Fields and weights (BM25F)
     Every tool is one document with fields, each of weight ``w`` and length normalisation
     ``b`` (``FIELDS``): the upstream tool name's words (3.0), its title (2.0), description
     (1.0), parameter names (1.0), parameter descriptions (0.4), the server name's words
-    (1.5) and the server's instructions (0.3). Measured on the bench's tune half: other
-    weights (name 2-4, server 3-5, description 1.5, k1 2-8) did no better. A term's pseudo frequency in a document is
-    ``sum(w * tf / (1 - b + b * len / avg_len))`` over the fields, and its score is
+    (1.5) and the server's instructions (0.3); a field's text is indexed up to
+    ``FIELD_CHARS`` characters. A term's pseudo frequency in a document is
+    ``sum(w * tf / (1 - b + b * len / avg_len))`` over the fields, and its value is
     ``idf * f * (k1 + 1) / (f + k1)`` with ``k1 = 1.2`` and the usual BM25 idf
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))``. These contributions are computed at build
-    time, so a search only adds up precomputed numbers from the postings of its terms.
-    A field's text is indexed up to ``FIELD_CHARS`` characters.
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``, computed at build time: a search only looks
+    up and adds precomputed values. Measured on the bench's tune half, other weights
+    (name 2-4, server 3-5, description 1.5, k1 2-8) did no better.
 
-Query terms
-    The query's terms (``text.terms``), each counted once with weight 1; a term's
-    synonyms (``text.SYNONYMS``) join at ``SYNONYM_WEIGHT`` unless the query has them
-    itself. A term of at least ``MIN_PREFIX`` letters also brings the index's words that
-    begin with it (at most ``PREFIX_MAX`` each, in sorted order) at ``PREFIX_WEIGHT``
-    ("mongo" finds "mongodb").
+Query groups
+    One group per distinct query term (``text.terms``): the term itself at weight 1, its
+    synonyms (``text.SYNONYMS``) at ``SYNONYM_WEIGHT``, and, for a term of at least
+    ``MIN_PREFIX`` letters, up to ``PREFIX_MAX`` index words it begins at ``PREFIX_WEIGHT``
+    ("mongo" finds "mongodb"). A group gives a tool the best of its members' weighted
+    values (a tool saying "fetch" and "retrieve" is not counted twice for "get").
 
 Lexical score
-    The sum of the query terms' weights times their precomputed contributions; then
-    multiplied by ``SERVER_MENTION`` for the tools of a server the query names (a query
-    word is a word of the server's name, its whole name, or a prefix of one of at least
-    ``MIN_PREFIX`` letters); then divided by the best such score of the query (0 to 1).
-    Then the ``COVER_DEPTH`` best get ``NAME_COVER`` times the share of their tool name's
-    words (without the server's own words, as in ``slack_post_message``) that the query
-    has, synonyms counting at their weight: of two tools the description matches alike,
-    the one whose name says what was asked comes first.
+    The sum of the groups' values; multiplied by ``SERVER_MENTION`` for the tools of a
+    server the query names (a query word, not a number, is a word of the server's name,
+    its whole name, or a prefix of one of at least ``MIN_PREFIX`` letters); divided by
+    the best such score of the query (0 to 1). The ``COVER_DEPTH`` best then get
+    ``NAME_COVER`` times the share of their tool name's words (the server's own words
+    left out, as in ``slack_post_message``) that the query has, a synonym counting at its
+    weight: of two tools the description matches alike, the one whose name says what
+    was asked comes first. Only the ``RESCORE`` best candidates by a cheaper score (every
+    member's weighted value summed, not the best per group) are scored exactly. Every tool
+    with a query word is a candidate while no word is in more than ``WEAK_ADMIT`` tools;
+    in bigger catalogs a word in more than ``ADMIT_CAP`` tools admits only the
+    ``ADMIT_CAP`` where it weighs most, and a synonym in more than ``WEAK_ADMIT`` none.
 
 Name similarity
     A query of at most ``NAME_MAX_WORDS`` words is also compared as a name. Keys are
@@ -84,9 +88,11 @@ UPSTREAM_DISCOUNT = 0.95
 NAME_COVER = 0.3
 """Added (in units of the best lexical score) times the share of a tool's name words the query has."""
 COVER_DEPTH = 25
+"""The lexical best that get the name-cover bonus (more than MAX_LIMIT: the bonus only adds)."""
 RESCORE = 100
 WEAK_ADMIT = 256
 ADMIT_CAP = 500
+"""Candidate generation (see "Lexical score" above): what keeps a search at 10,000 tools in a few ms."""
 SERVER_MENTION = 1.25
 """A tool's lexical score is multiplied by this when the query names its server."""
 MIN_PREFIX = 4
