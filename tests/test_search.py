@@ -22,6 +22,7 @@ from mcp_patchbay.search import (
     find_tools_description,
     note_match,
     render_answer,
+    server_summary,
 )
 from mcp_patchbay.search.text import fold, split_words, terms
 
@@ -327,11 +328,23 @@ def test_description_names_servers_and_usage() -> None:
         | {"notion": "Notion: pages and databases. More text here.", "jira": None},
     )
     for server in ("github", "gitlab", "filesystem", "playwright", "slack", "mongodb", "time", "notion", "jira"):
-        assert f"- {server}:" in text
+        assert f"- {server} (" in text
     assert "patchbay__call_tool" in text and '"name"' in text and '"arguments"' in text
     assert "Notion: pages and databases" in text
     assert "More text" not in text
     assert len(text) < 2_000
+
+
+def test_description_topics_from_tool_names() -> None:
+    browser = [tool("web", f"browser_{name}", "") for name in ("click", "navigate", "take_screenshot", "close")]
+    assert server_summary("web", None, browser).startswith("browser, ")  # the common word once, first
+    github = [t for t in TOOLS if t.server == "github"]
+    summary = server_summary("github", None, github)
+    assert "issue" in summary and "pull request" in summary and "github" not in summary
+    assert server_summary("github", "# GitHub\n\nIssues and **pull requests**. More.", github) == (
+        "Issues and pull requests"
+    )
+    assert server_summary("pg", None, [tool("pg", "query", "Run a read-only query")]) == "query"
 
 
 def test_description_bounded_with_many_servers() -> None:
