@@ -320,12 +320,11 @@ class ToolIndex:
             docs = self._server_docs.get(real, []) if real is not None else []
         return set(docs)
 
-    def _groups(self, query: str) -> list[list[tuple[dict[int, float], float]]]:
-        """One group per own query term: its posting at weight 1, its synonyms' at
-        SYNONYM_WEIGHT and, for a term of MIN_PREFIX letters or more, the postings of up to
-        PREFIX_MAX index words it begins ("mongo" -> "mongodb") at PREFIX_WEIGHT."""
-        postings = self._postings
-        groups: list[list[tuple[dict[int, float], float]]] = []
+    def _members(self, query: str) -> list[dict[str, float]]:
+        """One group per own query term: word -> weight, the term itself at 1, its synonyms at
+        SYNONYM_WEIGHT and, for a term of MIN_PREFIX letters or more, up to PREFIX_MAX index
+        words it begins ("mongo" -> "mongodb") at PREFIX_WEIGHT."""
+        groups: list[dict[str, float]] = []
         for term in dict.fromkeys(terms(query)):
             members: dict[str, float] = {term: 1.0}
             for synonym in SYNONYMS.get(term, ()):
@@ -336,13 +335,11 @@ class ToolIndex:
                     if not word.startswith(term):
                         break
                     members.setdefault(word, PREFIX_WEIGHT)
-            group = [(postings[w], weight) for w, weight in members.items() if w in postings]
-            if group:
-                groups.append(group)
+            groups.append(members)
         return groups
 
-    def _lexical(self, query: str, allowed: set[int] | None) -> dict[int, float]:
-        """Doc -> lexical score for the docs that can rank (see ``_groups`` for groups).
+    def _lexical(self, members: list[dict[str, float]], allowed: set[int] | None) -> dict[int, float]:
+        """Doc -> lexical score for the docs that can rank (see ``_members`` for groups).
 
         A group adds, per doc, the best of its members' weighted values: a tool that says
         both "fetch" and "retrieve" is not counted twice for "get". Two phases keep a search
@@ -357,7 +354,8 @@ class ToolIndex:
         this is exactly the full sum; in bigger ones a tool that only a very common word or
         a common synonym would find cannot be a candidate.
         """
-        groups = self._groups(query)
+        postings = self._postings
+        groups = [g for m in members if (g := [(postings[w], weight) for w, weight in m.items() if w in postings])]
         heads = self._heads
         candidates: dict[int, float] = {}
         get = candidates.get
@@ -438,7 +436,8 @@ class ToolIndex:
         if allowed is not None and not allowed:
             return []
         mentioned = self._mentioned_servers(query)
-        lexical = self._lexical(query, allowed)
+        members = self._members(query)
+        lexical = self._lexical(members, allowed)
         for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
             if doc in lexical and doc in mentioned:
                 lexical[doc] *= SERVER_MENTION
@@ -450,13 +449,13 @@ class ToolIndex:
         # bonus only adds, and every doc outside them scores no more than each inside.
         depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
         top_lexical = lexical[depth[0]] if depth else 1.0
-        weights = query_terms(query) if depth else {}
         combined: dict[int, float] = {}
         for doc in depth:
             score = lexical[doc] / top_lexical
             words = self._name_words[doc]
             if words:
-                score += NAME_COVER * sum(weights.get(w, 0.0) for w in words) / len(words)
+                covered = sum(max((m.get(w, 0.0) for w in words), default=0.0) for m in members)
+                score += NAME_COVER * min(covered, len(words)) / len(words)
             combined[doc] = score
         for doc, similarity in names.items():
             bonus = 1.0 + NAME_COVER + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
