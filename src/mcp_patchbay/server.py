@@ -33,11 +33,10 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from mcp_patchbay import __version__
-from mcp_patchbay.catalog import CatalogTool, owner_of_uri
+from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
@@ -47,13 +46,13 @@ from mcp_patchbay.errors import (
     Code,
     PatchbayError,
     UpstreamError,
-    clip,
     to_mcp_error,
     to_result,
 )
 from mcp_patchbay.exposure import Exposure, call_request, find_request, find_result, unavailable_notes
 from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
+from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
 from mcp_patchbay.supervisor import Supervisor
@@ -61,9 +60,7 @@ from mcp_patchbay.upstream import Connector, State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.server")
 
-STATUS_URI = "patchbay://status"
 STATUS_TOOL = "patchbay__status"
-RESOURCE_NOT_FOUND = -32002
 _LIST_EVENTS: dict[str, ServerEvent] = {
     "tools": ToolsListChanged(),
     "prompts": PromptsListChanged(),
@@ -114,9 +111,8 @@ class Proxy:
             prespawned=prespawned or {},
         )
         self.supervisor.listeners.append(self._on_catalog_change)
-        self.supervisor.ready_listeners.append(self._on_upstream_ready)
-        self._log_level: types.LoggingLevel | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self.passthrough = Passthrough(self.supervisor, self._serving, self.status_snapshot)
+        self.supervisor.ready_listeners.append(self.passthrough.on_upstream_ready)
         self._pending_changes: set[str] = set()
         self._changes = anyio.Event()
         self.exposure = Exposure(self.settings)
@@ -132,22 +128,22 @@ class Proxy:
             instructions=None,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_list_resource_templates=self._list_templates,
-            on_read_resource=self._read_resource,
-            on_subscribe_resource=self._subscribe,
-            on_unsubscribe_resource=self._unsubscribe,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_completion=self._complete,
+            on_list_resources=self.passthrough.list_resources,
+            on_list_resource_templates=self.passthrough.list_templates,
+            on_read_resource=self.passthrough.read_resource,
+            on_subscribe_resource=self.passthrough.subscribe,
+            on_unsubscribe_resource=self.passthrough.unsubscribe,
+            on_list_prompts=self.passthrough.list_prompts,
+            on_get_prompt=self.passthrough.get_prompt,
+            on_completion=self.passthrough.complete,
             # 2026-07-28 clients have no standalone channel: they hear about changes on a listen stream.
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # Registered by method rather than by the deprecated constructor arguments: logging and
         # roots are deprecated in the 2026-07-28 protocol, but 2025-era clients still use them.
-        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.passthrough.set_level)
         server.add_notification_handler(
-            "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
+            "notifications/roots/list_changed", types.NotificationParams, self.passthrough.roots_changed
         )
         # Only our observer: the SDK's default OpenTelemetry middleware costs ~10% per call and
         # exports nothing unless an OTel SDK is configured in this process, which it never is.
@@ -157,7 +153,7 @@ class Proxy:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The proxy's background work (upstreams, change notifications), until cancelled."""
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self.passthrough.tg = tg
             await tg.start(self.supervisor.run)
             tg.start_soon(self._send_changes)
             task_status.started()
@@ -439,181 +435,9 @@ class Proxy:
     def status_snapshot(self) -> dict[str, Any]:
         return self.supervisor.status.snapshot({n: u.status() for n, u in self.supervisor.upstreams.items()})
 
-    # --- resources ------------------------------------------------------------------------
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        await self.supervisor.wait_startup()
-        status = types.Resource(
-            uri=STATUS_URI,
-            name="patchbay-status",
-            title="mcp-patchbay status",
-            description="Health of every upstream server: state, errors by code, restarts, breaker state.",
-            mime_type="application/json",
-        )
-        catalog = self.supervisor.catalog
-        self._serving("resources", (list(catalog.resources), list(catalog.templates)))
-        return types.ListResourcesResult(resources=[*catalog.resources, status])
-
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourceTemplatesResult:
-        await self.supervisor.wait_startup()
-        catalog = self.supervisor.catalog
-        self._serving("resources", (list(catalog.resources), list(catalog.templates)))
-        return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
-
-    def _owner(self, uri: str) -> list[Upstream]:
-        """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
-        owner = owner_of_uri(self.supervisor.catalog, uri)
-        upstreams = self.supervisor.upstreams
-        if owner is not None and owner in upstreams:
-            return [upstreams[owner]]
-        return [
-            u
-            for u in upstreams.values()
-            if u.state is State.READY and u.capabilities is not None and u.capabilities.resources is not None
-        ]
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if uri == STATUS_URI:
-            text = json.dumps(self.status_snapshot(), indent=1)
-            return types.ReadResourceResult(
-                contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
-            )
-        await self.supervisor.wait_startup()
-        candidates = self._owner(uri)
-        last: PatchbayError | None = None
-        for upstream in candidates:
-            try:
-                return await upstream.request(
-                    types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
-                    types.ReadResourceResult,
-                    what="resources/read",
-                )
-            except PatchbayError as error:
-                last = error
-                if len(candidates) == 1:
-                    logger.warning("resources/read %.200r on '%s' failed: %s", uri, upstream.name, error.detail)
-                    raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-        logger.warning("resources/read %.200r: no server has it (%s)", uri, last.detail if last else "no candidates")
-        missing = ClientError(
-            Code.RESOURCE_NOT_FOUND,
-            clip(f"Resource not found: {uri}. List the resources and templates to see what exists."),
-        )
-        raise to_mcp_error(missing, RESOURCE_NOT_FOUND)
-
-    async def _subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        return await self._subscription(params.uri, types.SubscribeRequest(params=params))
-
-    async def _unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        return await self._subscription(params.uri, types.UnsubscribeRequest(params=params))
-
-    async def _subscription(self, uri: Any, request: Any) -> types.EmptyResult:
-        await self.supervisor.wait_startup()
-        candidates = self._owner(str(uri))[:1]
-        for upstream in candidates:
-            try:
-                await upstream.request(request, types.EmptyResult, what="resources/subscribe")
-            except PatchbayError as error:
-                raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-            return types.EmptyResult()
-        raise to_mcp_error(ClientError(Code.RESOURCE_NOT_FOUND, f"Resource not found: {uri}."), RESOURCE_NOT_FOUND)
-
-    # --- prompts and completion -----------------------------------------------------------
-
-    async def _list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        await self.supervisor.wait_startup()
-        prompts = list(self.supervisor.catalog.prompts)
-        self._serving("prompts", prompts)
-        return types.ListPromptsResult(prompts=prompts)
-
-    async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
-        await self.supervisor.wait_startup()
-        catalog = self.supervisor.catalog
-        target = catalog.prompts_by_exposed.get(called)
-        if target is None:
-            resolver = catalog.prompt_resolver
-            assert resolver is not None
-            resolution = resolver.resolve(called)
-            if resolution.kind not in ("exact", "resolved") or resolution.entry is None:
-                if resolution.kind == "server_unavailable" and resolution.server in self.supervisor.upstreams:
-                    raise to_mcp_error(self.supervisor.upstreams[resolution.server].unavailable_error())
-                raise to_mcp_error(unknown_name(resolution, resolver, kind="prompt"))
-            target = catalog.prompts_by_exposed[resolution.entry.exposed]
-        upstream = self.supervisor.upstreams.get(target.server)
-        if upstream is None:
-            raise MCPError(types.INVALID_PARAMS, f"Server '{target.server}' was removed from the config.")
-        return upstream, target.upstream_name
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        upstream, name = await self._resolve_prompt(params.name)
-        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=params.arguments))
-        try:
-            return await upstream.request(request, types.GetPromptResult, what="prompts/get")
-        except PatchbayError as error:
-            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-
-    async def _complete(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
-        ref = params.ref
-        if isinstance(ref, types.PromptReference):
-            upstream, name = await self._resolve_prompt(ref.name)
-            params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
-        else:
-            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(
-                self.supervisor.catalog, ref.uri
-            )
-            if owner is None or owner not in self.supervisor.upstreams:
-                return types.CompleteResult(completion=types.Completion(values=[]))
-            upstream = self.supervisor.upstreams[owner]
-        if upstream.capabilities is None or upstream.capabilities.completions is None:
-            return types.CompleteResult(completion=types.Completion(values=[]))
-        try:
-            return await upstream.request(
-                types.CompleteRequest(params=params), types.CompleteResult, what="completion/complete"
-            )
-        except PatchbayError as error:
-            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-
-    # --- logging and roots ----------------------------------------------------------------
-
-    async def _set_level(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
-    ) -> types.EmptyResult:
-        """Pass the level to every upstream now, and to each one that connects later."""
-        self._log_level = params.level
-        await self.supervisor.wait_startup()
-        async with anyio.create_task_group() as tg:
-            for upstream in self.supervisor.upstreams.values():
-                if upstream.state is State.READY:
-                    tg.start_soon(_set_upstream_level, upstream, params.level)
-        return types.EmptyResult()
-
-    def _on_upstream_ready(self, upstream: Upstream) -> None:
-        if self._log_level is not None and self._tg is not None:
-            self._tg.start_soon(_set_upstream_level, upstream, self._log_level)
-
     def _pause_deadlines(self, server: str) -> AbstractContextManager[None]:
         upstream = self.supervisor.upstreams.get(server)
         return upstream.deadlines.paused() if upstream is not None else nullcontext()
-
-    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
-        for upstream in self.supervisor.upstreams.values():
-            await upstream.send_notification(types.RootsListChangedNotification())
 
 
 def _context_progress(ctx: ServerRequestContext[Any, Any]) -> ProgressFn | None:
@@ -630,17 +454,6 @@ def _context_progress(ctx: ServerRequestContext[Any, Any]) -> ProgressFn | None:
         )
 
     return forward
-
-
-async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:
-    caps = upstream.capabilities
-    if caps is None or caps.logging is None:
-        return
-    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
-    try:
-        await upstream.request(request, types.EmptyResult, what="logging/setLevel")
-    except PatchbayError as error:
-        logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
 
 
 def _status_tool() -> types.Tool:

@@ -1,0 +1,240 @@
+"""The requests that pass through to the upstreams: resources, prompts, completion, logging, roots.
+
+Tools take their own path (``server.Proxy.run_tool``, with policies); these requests go to
+the upstream that owns the name or URI, and an upstream's failure becomes a JSON-RPC error
+(they have no ``isError`` form). Lists are merged from the catalog, and every list served
+is recorded (``served``) so that the server sends ``list_changed`` only for what changed.
+
+- resources: the catalog's resources and templates, plus the proxy's own status resource;
+  a read goes to the owner of the URI, or tries every server offering resources.
+- prompts and completion: resolved by name as tools are (forgiving, with suggestions).
+- ``logging/setLevel``: passed to every upstream now, and to each one that connects later.
+- ``notifications/roots/list_changed``: passed to every upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay.catalog import owner_of_uri
+from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
+from mcp_patchbay.messages import unknown_name
+from mcp_patchbay.supervisor import Supervisor
+from mcp_patchbay.upstream import State, Upstream
+
+logger = logging.getLogger("mcp_patchbay.passthrough")
+
+STATUS_URI = "patchbay://status"
+RESOURCE_NOT_FOUND = -32002
+
+
+class Passthrough:
+    """Handlers for the client's non-tool requests, over the supervisor's upstreams."""
+
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        served: Callable[[str, object], None],
+        status: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.supervisor = supervisor
+        self._served = served
+        self._status = status
+        self._log_level: types.LoggingLevel | None = None
+        self.tg: anyio.abc.TaskGroup | None = None
+        """Where level changes for upstreams that connect later run (the proxy's background group)."""
+
+    # --- resources ------------------------------------------------------------------------
+
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        await self.supervisor.wait_startup()
+        status = types.Resource(
+            uri=STATUS_URI,
+            name="patchbay-status",
+            title="mcp-patchbay status",
+            description="Health of every upstream server: state, errors by code, restarts, breaker state.",
+            mime_type="application/json",
+        )
+        catalog = self.supervisor.catalog
+        self._served("resources", (list(catalog.resources), list(catalog.templates)))
+        return types.ListResourcesResult(resources=[*catalog.resources, status])
+
+    async def list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        await self.supervisor.wait_startup()
+        catalog = self.supervisor.catalog
+        self._served("resources", (list(catalog.resources), list(catalog.templates)))
+        return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
+
+    def _owner(self, uri: str) -> list[Upstream]:
+        """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
+        owner = owner_of_uri(self.supervisor.catalog, uri)
+        upstreams = self.supervisor.upstreams
+        if owner is not None and owner in upstreams:
+            return [upstreams[owner]]
+        return [
+            u
+            for u in upstreams.values()
+            if u.state is State.READY and u.capabilities is not None and u.capabilities.resources is not None
+        ]
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri == STATUS_URI:
+            text = json.dumps(self._status(), indent=1)
+            return types.ReadResourceResult(
+                contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
+            )
+        await self.supervisor.wait_startup()
+        candidates = self._owner(uri)
+        last: PatchbayError | None = None
+        for upstream in candidates:
+            try:
+                return await upstream.request(
+                    types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
+                    types.ReadResourceResult,
+                    what="resources/read",
+                )
+            except PatchbayError as error:
+                last = error
+                if len(candidates) == 1:
+                    logger.warning("resources/read %.200r on '%s' failed: %s", uri, upstream.name, error.detail)
+                    raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+        logger.warning("resources/read %.200r: no server has it (%s)", uri, last.detail if last else "no candidates")
+        missing = ClientError(
+            Code.RESOURCE_NOT_FOUND,
+            clip(f"Resource not found: {uri}. List the resources and templates to see what exists."),
+        )
+        raise to_mcp_error(missing, RESOURCE_NOT_FOUND)
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        return await self._subscription(params.uri, types.SubscribeRequest(params=params))
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        return await self._subscription(params.uri, types.UnsubscribeRequest(params=params))
+
+    async def _subscription(self, uri: Any, request: Any) -> types.EmptyResult:
+        await self.supervisor.wait_startup()
+        candidates = self._owner(str(uri))[:1]
+        for upstream in candidates:
+            try:
+                await upstream.request(request, types.EmptyResult, what="resources/subscribe")
+            except PatchbayError as error:
+                raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+            return types.EmptyResult()
+        raise to_mcp_error(ClientError(Code.RESOURCE_NOT_FOUND, f"Resource not found: {uri}."), RESOURCE_NOT_FOUND)
+
+    # --- prompts and completion -----------------------------------------------------------
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        await self.supervisor.wait_startup()
+        prompts = list(self.supervisor.catalog.prompts)
+        self._served("prompts", prompts)
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
+        await self.supervisor.wait_startup()
+        catalog = self.supervisor.catalog
+        target = catalog.prompts_by_exposed.get(called)
+        if target is None:
+            resolver = catalog.prompt_resolver
+            assert resolver is not None
+            resolution = resolver.resolve(called)
+            if resolution.kind not in ("exact", "resolved") or resolution.entry is None:
+                if resolution.kind == "server_unavailable" and resolution.server in self.supervisor.upstreams:
+                    raise to_mcp_error(self.supervisor.upstreams[resolution.server].unavailable_error())
+                raise to_mcp_error(unknown_name(resolution, resolver, kind="prompt"))
+            target = catalog.prompts_by_exposed[resolution.entry.exposed]
+        upstream = self.supervisor.upstreams.get(target.server)
+        if upstream is None:
+            raise MCPError(types.INVALID_PARAMS, f"Server '{target.server}' was removed from the config.")
+        return upstream, target.upstream_name
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        upstream, name = await self._resolve_prompt(params.name)
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=params.arguments))
+        try:
+            return await upstream.request(request, types.GetPromptResult, what="prompts/get")
+        except PatchbayError as error:
+            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+
+    async def complete(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            upstream, name = await self._resolve_prompt(ref.name)
+            params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
+        else:
+            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(
+                self.supervisor.catalog, ref.uri
+            )
+            if owner is None or owner not in self.supervisor.upstreams:
+                return types.CompleteResult(completion=types.Completion(values=[]))
+            upstream = self.supervisor.upstreams[owner]
+        if upstream.capabilities is None or upstream.capabilities.completions is None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        try:
+            return await upstream.request(
+                types.CompleteRequest(params=params), types.CompleteResult, what="completion/complete"
+            )
+        except PatchbayError as error:
+            raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+
+    # --- logging and roots ----------------------------------------------------------------
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """Pass the level to every upstream now, and to each one that connects later."""
+        self._log_level = params.level
+        await self.supervisor.wait_startup()
+        async with anyio.create_task_group() as tg:
+            for upstream in self.supervisor.upstreams.values():
+                if upstream.state is State.READY:
+                    tg.start_soon(_set_upstream_level, upstream, params.level)
+        return types.EmptyResult()
+
+    def on_upstream_ready(self, upstream: Upstream) -> None:
+        if self._log_level is not None and self.tg is not None:
+            self.tg.start_soon(_set_upstream_level, upstream, self._log_level)
+
+    async def roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
+        for upstream in self.supervisor.upstreams.values():
+            await upstream.send_notification(types.RootsListChangedNotification())
+
+
+async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:
+    caps = upstream.capabilities
+    if caps is None or caps.logging is None:
+        return
+    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+    try:
+        await upstream.request(request, types.EmptyResult, what="logging/setLevel")
+    except PatchbayError as error:
+        logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
+
+
+__all__ = ["RESOURCE_NOT_FOUND", "STATUS_URI", "Passthrough"]
