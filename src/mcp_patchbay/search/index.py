@@ -29,7 +29,11 @@ Lexical score
     ``NAME_COVER`` times the share of their tool name's words (the server's own words
     left out, as in ``slack_post_message``) that the query has, a synonym counting at its
     weight: of two tools the description matches alike, the one whose name says what
-    was asked comes first. Only the ``RESCORE`` best candidates by a cheaper score (every
+    was asked comes first. They also get ``VERB_AGREE`` when the first verb of their
+    name (``text.VERB_CLASS``: read, create, update, delete, send, run) is of a class the
+    query has, and lose ``VERB_CONFLICT`` when the query has verbs (question words count
+    as "read") but none of that class: "show the latest messages" is no ``post_message``.
+    A name counts each query group once. Only the ``RESCORE`` best candidates by a cheaper score (every
     member's weighted value summed, not the best per group) are scored exactly. Every tool
     with a query word is a candidate while no word is in more than ``WEAK_ADMIT`` tools;
     in bigger catalogs a word in more than ``ADMIT_CAP`` tools admits only the
@@ -68,7 +72,7 @@ from typing import Any, cast
 from rapidfuzz import fuzz, process
 
 from mcp_patchbay.naming import normalize
-from mcp_patchbay.search.text import STOP_WORDS, SYNONYM_WEIGHT, SYNONYMS, split_words, terms
+from mcp_patchbay.search.text import STOP_WORDS, SYNONYM_WEIGHT, SYNONYMS, VERB_CLASS, fold, split_words, terms
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -87,6 +91,10 @@ NAME_MAX_WORDS = 3
 UPSTREAM_DISCOUNT = 0.95
 NAME_COVER = 0.3
 """Added (in units of the best lexical score) times the share of a tool's name words the query has."""
+VERB_AGREE = 0.1
+VERB_CONFLICT = 0.2
+"""Added to / taken from a tool whose name's first verb is of a class the query has / has not,
+when the query has any (``text.VERB_CLASS``): "show the messages" is not ``post_message``."""
 COVER_DEPTH = 25
 """The lexical best that get the name-cover bonus (more than MAX_LIMIT: the bonus only adds)."""
 RESCORE = 100
@@ -241,6 +249,7 @@ class ToolIndex:
         self._server_word_docs: dict[str, list[int]] = {}
         self._server_vocabulary: list[str] = []
         self._name_words: list[frozenset[str]] = []
+        self._verbs: list[str | None] = []
         self._vocabulary: list[str] = []
         self._heads: dict[int, dict[int, float]] = {}  # id(long posting) -> its ADMIT_CAP best
         self._exposed_keys: list[str] = []
@@ -267,6 +276,8 @@ class ToolIndex:
         for tool, doc in zip(self.tools, docs, strict=True):
             own = set(terms(tool.server))
             self._name_words.append(frozenset(w for w in doc["name"] if w not in own) or frozenset(doc["name"]))
+            verbs = [VERB_CLASS[w] for w in doc["name"] if w not in own and w in VERB_CLASS]
+            self._verbs.append(verbs[0] if verbs else None)
         count = len(docs)
         avg = {f: (sum(len(d[f]) for d in docs) / count if count else 0.0) or 1.0 for f in FIELDS}
         per_term: dict[str, dict[int, float]] = {}
@@ -450,12 +461,18 @@ class ToolIndex:
         depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
         top_lexical = lexical[depth[0]] if depth else 1.0
         combined: dict[int, float] = {}
+        classes: set[str] = (
+            {VERB_CLASS[f] for w in split_words(query) if (f := fold(w)) in VERB_CLASS} if depth else set()
+        )
         for doc in depth:
             score = lexical[doc] / top_lexical
             words = self._name_words[doc]
             if words:
                 covered = sum(max((m.get(w, 0.0) for w in words), default=0.0) for m in members)
                 score += NAME_COVER * min(covered, len(words)) / len(words)
+            verb = self._verbs[doc]
+            if verb is not None and classes:
+                score += VERB_AGREE if verb in classes else -VERB_CONFLICT
             combined[doc] = score
         for doc, similarity in names.items():
             bonus = 1.0 + NAME_COVER + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
