@@ -101,7 +101,7 @@ RESCORE = 100
 WEAK_ADMIT = 256
 ADMIT_CAP = 500
 """Candidate generation (see "Lexical score" above): what keeps a search at 10,000 tools in a few ms."""
-SERVER_MENTION = 1.25
+SERVER_MENTION = 1.5
 """A tool's lexical score is multiplied by this when the query names its server."""
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.3
@@ -244,14 +244,14 @@ class ToolIndex:
     def __init__(self, tools: Sequence[IndexedTool]) -> None:
         self.tools: tuple[IndexedTool, ...] = tuple(tools)
         self._postings: dict[str, dict[int, float]] = {}
-        self._server_docs: dict[str, range | list[int]] = {}
+        self._server_docs: dict[str, list[int]] = {}
         self._server_keys: dict[str, str] = {}
         self._server_word_docs: dict[str, list[int]] = {}
         self._server_vocabulary: list[str] = []
         self._name_words: list[frozenset[str]] = []
         self._verbs: list[str | None] = []
         self._vocabulary: list[str] = []
-        self._heads: dict[int, dict[int, float]] = {}  # id(long posting) -> its ADMIT_CAP best
+        self._heads: dict[str, dict[int, float]] = {}  # word of a long posting -> its ADMIT_CAP best
         self._exposed_keys: list[str] = []
         self._exact: dict[str, list[int]] = {}
         self._upstream_keys: list[str] = []
@@ -298,7 +298,7 @@ class ToolIndex:
             if len(postings) > ADMIT_CAP:
                 posting = self._postings[word]
                 head = heapq.nlargest(ADMIT_CAP, posting, key=posting.__getitem__)
-                self._heads[id(posting)] = {doc: posting[doc] for doc in sorted(head)}
+                self._heads[word] = {doc: posting[doc] for doc in sorted(head)}
 
         self._vocabulary = sorted(self._postings)
         server_docs: dict[str, list[int]] = {}
@@ -365,16 +365,15 @@ class ToolIndex:
         this is exactly the full sum; in bigger ones a tool that only a very common word or
         a common synonym would find cannot be a candidate.
         """
-        postings = self._postings
-        groups = [g for m in members if (g := [(postings[w], weight) for w, weight in m.items() if w in postings])]
-        heads = self._heads
+        postings, heads = self._postings, self._heads
         candidates: dict[int, float] = {}
         get = candidates.get
-        for group in groups:
-            for posting, weight in group:
-                if weight < 1.0 and len(posting) > WEAK_ADMIT:
+        for group in members:
+            for word, weight in group.items():
+                posting = postings.get(word)
+                if posting is None or (weight < 1.0 and len(posting) > WEAK_ADMIT):
                     continue
-                for doc, value in heads.get(id(posting), posting).items():
+                for doc, value in heads.get(word, posting).items():
                     candidates[doc] = get(doc, 0.0) + weight * value
         if allowed is not None:
             candidates = {d: v for d, v in candidates.items() if d in allowed}
@@ -382,6 +381,7 @@ class ToolIndex:
             chosen: Iterable[int] = heapq.nlargest(RESCORE, candidates, key=candidates.__getitem__)
         else:
             chosen = candidates
+        groups = [g for m in members if (g := [(postings[w], weight) for w, weight in m.items() if w in postings])]
         return {doc: sum(_best_of(group, doc) for group in groups) for doc in chosen}
 
     def _mentioned_servers(self, query: str) -> set[int]:
@@ -452,12 +452,8 @@ class ToolIndex:
         for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
             if doc in lexical and doc in mentioned:
                 lexical[doc] *= SERVER_MENTION
-        for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
-            if doc in lexical and doc in mentioned:
-                lexical[doc] *= SERVER_MENTION
         names = self._names(query, allowed)
-        # Only the COVER_DEPTH best can reach the top (limit <= MAX_LIMIT < COVER_DEPTH): the
-        # bonus only adds, and every doc outside them scores no more than each inside.
+        # Only the COVER_DEPTH lexical best (more than MAX_LIMIT) and name matches can rank.
         depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
         top_lexical = lexical[depth[0]] if depth else 1.0
         combined: dict[int, float] = {}
