@@ -240,6 +240,9 @@ def test_answer_budget_with_huge_schemas() -> None:
     for entry in shown:  # the text names every tool the structured answer carries, and vice versa
         assert entry["name"] in text
     assert [e["name"] for e in shown] == [h.tool.name for h in hits[: len(shown)]]
+    brief = [e for e in shown if e["detail"] == "brief"]
+    assert brief and all(e["moreParameters"] == 60 - len(e["inputSchema"]["properties"]) for e in brief)
+    assert f", +{brief[0]['moreParameters']} more" in text
 
 
 def test_answer_full_schemas_for_top_results(index: ToolIndex) -> None:

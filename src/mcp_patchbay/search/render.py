@@ -4,7 +4,8 @@ Pure. Rules:
 
 - Hits keep their rank order. The first ``full`` hits (default ``FULL_SCHEMAS`` = 3) carry
   their whole ``inputSchema``, compacted (``compact_schema``); the rest carry a brief one:
-  each parameter with its type only, plus ``required`` (still a valid object schema).
+  each parameter with its type only (the first ``MAX_BRIEF_PARAMS``; ``moreParameters``
+  counts the rest), plus ``required`` (still a valid object schema).
   Descriptions are cut to ``FULL_DESCRIPTION`` (full) or ``BRIEF_DESCRIPTION`` (brief)
   characters at a word boundary, with an ellipsis.
 - ``compact_schema`` removes what carries no meaning for a caller: ``$schema``, ``$id``,
@@ -67,6 +68,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "detail": {
                         "enum": ["full", "brief"],
                         "description": "brief: parameters and types only; search the exact name for the full schema.",
+                    },
+                    "moreParameters": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "brief: parameters left out of inputSchema (at most 12 are shown).",
                     },
                 },
                 "required": ["name", "server", "tool", "title", "description", "inputSchema", "detail"],
@@ -180,7 +186,7 @@ def brief_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "name": tool.name,
         "server": tool.server,
         "tool": tool.tool,
@@ -189,6 +195,13 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
         "inputSchema": compact_schema(tool.input_schema) if full else brief_schema(tool.input_schema),
         "detail": "full" if full else "brief",
     }
+    if not full:
+        more = len(as_mapping(tool.input_schema.get("properties")) or {}) - len(
+            entry["inputSchema"].get("properties", {})
+        )
+        if more > 0:
+            entry["moreParameters"] = more
+    return entry
 
 
 def _dumps(value: object) -> str:
@@ -204,7 +217,8 @@ def _entry_text(rank: int, entry: Mapping[str, Any]) -> str:
     props = as_mapping(schema.get("properties")) or {}
     required = set(cast("list[str]", schema.get("required") or []))
     params = ", ".join(p + ("*" if p in required else "") for p in props)
-    return f"{head}\n   arguments: {params or 'none'}"
+    more = f", +{entry['moreParameters']} more" if entry.get("moreParameters") else ""
+    return f"{head}\n   arguments: {params or 'none'}{more}"
 
 
 def _header(count: int, query: str, call_tool: str) -> str:
