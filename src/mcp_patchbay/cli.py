@@ -126,8 +126,6 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
             raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     if args.registered_as is not None and command != "check":
         raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
-    if args.json and command != "check":
-        raise UsageError("--json is for check")
     return Options(command, path, level, args.log_file, args.json, args.registered_as)
 
 
