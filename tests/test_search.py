@@ -197,6 +197,28 @@ def test_search_is_fast_at_scale() -> None:
     assert (time.perf_counter() - started) / 40 < 0.05
 
 
+def test_indexed_tool_of_an_sdk_definition() -> None:
+    import mcp_types as types
+
+    definition = types.Tool(
+        name="create_issue",
+        description="Create an issue",
+        input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+        annotations=types.ToolAnnotations(title="Create issue"),
+    )
+    indexed = IndexedTool.of("gh__create_issue", "gh", "create_issue", definition, "GitHub issues.")
+    assert indexed == IndexedTool(
+        name="gh__create_issue",
+        server="gh",
+        tool="create_issue",
+        description="Create an issue",
+        title="Create issue",
+        input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+        server_instructions="GitHub issues.",
+    )
+    assert ToolIndex.build([indexed]).search("open a new issue")[0].tool is indexed
+
+
 # --- answers -------------------------------------------------------------------------
 
 

@@ -3,7 +3,10 @@
 No I/O, no awaits. The server builds a ``ToolIndex`` whenever the catalog changes and, per
 ``find_tools`` call, runs ``search`` then ``render_answer``::
 
-    index = ToolIndex.build(IndexedTool(name=..., server=..., tool=..., ...) for ...)
+    index = ToolIndex.build(
+        IndexedTool.of(t.exposed, t.server, t.upstream_name, t.definition, instructions.get(t.server))
+        for t in catalog.by_exposed.values()
+    )
     hits = index.search(query, limit=limit, server=server)          # limit clamped to 1..20
     notes = [ServerNote(s, "starting", "try again in a few seconds", note_match(query, s, known))]
     structured, text = render_answer(hits, query=query, unavailable=notes, server=server)
@@ -25,7 +28,16 @@ the server imports this package when it first builds an index.
 """
 
 from mcp_patchbay.search.describe import DESCRIPTION_BUDGET, find_tools_description, server_summary
-from mcp_patchbay.search.index import DEFAULT_LIMIT, MAX_LIMIT, Hit, IndexedTool, ToolIndex, clamp_limit, note_match
+from mcp_patchbay.search.index import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    Hit,
+    IndexedTool,
+    ToolDefinition,
+    ToolIndex,
+    clamp_limit,
+    note_match,
+)
 from mcp_patchbay.search.render import (
     FULL_SCHEMAS,
     OUTPUT_SCHEMA,
@@ -46,6 +58,7 @@ __all__ = [
     "Hit",
     "IndexedTool",
     "ServerNote",
+    "ToolDefinition",
     "ToolIndex",
     "brief_schema",
     "clamp_limit",

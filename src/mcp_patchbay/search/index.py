@@ -67,7 +67,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from rapidfuzz import fuzz, process
 
@@ -79,6 +79,7 @@ __all__ = [
     "MAX_LIMIT",
     "Hit",
     "IndexedTool",
+    "ToolDefinition",
     "ToolIndex",
     "clamp_limit",
     "note_match",
@@ -126,6 +127,24 @@ _NAME_SPLIT = re.compile(r"__|[./:\s]+")
 _MAX_NAME_QUERY = 200
 
 
+class _Annotations(Protocol):
+    @property
+    def title(self) -> str | None: ...
+
+
+class ToolDefinition(Protocol):
+    """What ``IndexedTool.of`` reads from a tool definition (an ``mcp_types.Tool`` has it)."""
+
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def input_schema(self) -> Mapping[str, Any]: ...
+    @property
+    def annotations(self) -> _Annotations | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class IndexedTool:
     """One tool as the index sees it. ``name`` is the exposed name (``server<sep>tool``)."""
@@ -137,6 +156,23 @@ class IndexedTool:
     title: str | None = None
     input_schema: Mapping[str, Any] = field(default_factory=dict[str, Any])
     server_instructions: str | None = None
+
+    @classmethod
+    def of(
+        cls, exposed: str, server: str, tool: str, definition: ToolDefinition, instructions: str | None = None
+    ) -> IndexedTool:
+        """From an upstream's definition (``CatalogTool.definition``); the title falls back to
+        the annotations' title, as clients show it."""
+        annotations = definition.annotations
+        return cls(
+            name=exposed,
+            server=server,
+            tool=tool,
+            description=definition.description or "",
+            title=definition.title or (annotations.title if annotations is not None else None),
+            input_schema=definition.input_schema,
+            server_instructions=instructions,
+        )
 
 
 @dataclass(frozen=True, slots=True)
