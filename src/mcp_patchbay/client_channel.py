@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
+from mcp.client.session import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
@@ -141,4 +142,39 @@ class SessionChannel:
                 pass
 
 
-__all__ = ["CLIENT_HELLO_WAIT", "ClientChannel", "SessionChannel"]
+def session_callbacks(client: ClientChannel | None, name: str) -> dict[str, Any]:
+    """The SDK session's callbacks for an upstream: it is offered only what the client on
+    the other side can do (sampling, elicitation, roots), each answered through ``client``."""
+    if client is None:
+        return {}
+    caps = client.client_capabilities()
+    if caps is None:
+        return {}
+    callbacks: dict[str, Any] = {}
+    if caps.sampling is not None:
+
+        async def sampling(
+            ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult | types.ErrorData:
+            return await client.create_message(name, params)
+
+        callbacks["sampling_callback"] = sampling
+        callbacks["sampling_capabilities"] = caps.sampling
+    if caps.elicitation is not None:
+
+        async def elicitation(
+            ctx: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult | types.ErrorData:
+            return await client.elicit(name, params)
+
+        callbacks["elicitation_callback"] = elicitation
+    if caps.roots is not None:
+
+        async def roots(ctx: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+            return await client.list_roots(name)
+
+        callbacks["list_roots_callback"] = roots
+    return callbacks
+
+
+__all__ = ["CLIENT_HELLO_WAIT", "ClientChannel", "SessionChannel", "session_callbacks"]

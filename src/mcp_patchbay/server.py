@@ -56,7 +56,8 @@ from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
 from mcp_patchbay.supervisor import Supervisor
-from mcp_patchbay.upstream import Connector, State, Upstream
+from mcp_patchbay.transports import Connector
+from mcp_patchbay.upstream import State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.server")
 

@@ -27,11 +27,10 @@ from typing import Any, cast
 
 import anyio
 import mcp_types as types
-from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
-from mcp.shared.exceptions import MCPError
+from mcp.client.session import ClientSession, IncomingMessage
 
 from mcp_patchbay import __version__
-from mcp_patchbay.client_channel import ClientChannel
+from mcp_patchbay.client_channel import ClientChannel, session_callbacks
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
 from mcp_patchbay.deadlines import DeadlineSet, extending
 from mcp_patchbay.errors import (
@@ -41,6 +40,7 @@ from mcp_patchbay.errors import (
     UpstreamError,
     translate,
 )
+from mcp_patchbay.listing import Listing, read_listing, reread
 from mcp_patchbay.policies import (
     Bulkhead,
     CircuitBreaker,
@@ -73,16 +73,6 @@ class State(enum.StrEnum):
     DISABLED = "disabled"
     INVALID = "invalid"
     STOPPED = "stopped"
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """What an upstream offers, as last read. Kept while it restarts."""
-
-    tools: tuple[types.Tool, ...] = ()
-    resources: tuple[types.Resource, ...] = ()
-    templates: tuple[types.ResourceTemplate, ...] = ()
-    prompts: tuple[types.Prompt, ...] = ()
 
 
 @dataclass
@@ -383,7 +373,7 @@ class Upstream:
                         link.write,
                         client_info=CLIENT_INFO,
                         message_handler=self._on_message,
-                        **self._client_callbacks(),
+                        **session_callbacks(self.client, self.name),
                     )
                 )
                 try:
@@ -391,7 +381,7 @@ class Upstream:
                     self.server_info = init.server_info
                     self.instructions = init.instructions
                     self.capabilities = init.capabilities
-                    listing = await self._read_listing(session, init.capabilities)
+                    listing = await read_listing(session, init.capabilities, self.log)
                 except Exception as exc:
                     raise await self._startup_failure(exc, link.watch) from exc
                 startup.deadline = math.inf
@@ -471,41 +461,13 @@ class Upstream:
             server=self.name,
         )
 
-    async def _read_listing(self, session: ClientSession, caps: types.ServerCapabilities) -> Listing:
-        tools: list[types.Tool] = []
-        resources: list[types.Resource] = []
-        templates: list[types.ResourceTemplate] = []
-        prompts: list[types.Prompt] = []
-        if caps.tools is not None:
-            tools = await _all_pages(session.list_tools, "tools")
-        if caps.resources is not None:
-            resources = await self._optional_list(session.list_resources, "resources")
-            templates = await self._optional_list(session.list_resource_templates, "resource_templates")
-        if caps.prompts is not None:
-            prompts = await self._optional_list(session.list_prompts, "prompts")
-        return Listing(tuple(tools), tuple(resources), tuple(templates), tuple(prompts))
-
-    async def _optional_list(self, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-        try:
-            return await _all_pages(fetch, attr)
-        except MCPError as exc:
-            self.log.warning("server '%s' advertised %s but listing them failed: %s", self.name, attr, exc)
-            return []
-
     async def refresh(self, what: str) -> None:
         """Re-read one list after the upstream said it changed."""
         session = self._session
         if session is None:
             return
         try:
-            if what == "tools":
-                self.listing = _replace(self.listing, tools=tuple(await _all_pages(session.list_tools, "tools")))
-            elif what == "prompts":
-                self.listing = _replace(self.listing, prompts=tuple(await _all_pages(session.list_prompts, "prompts")))
-            elif what == "resources":
-                resources = await _all_pages(session.list_resources, "resources")
-                templates = await self._optional_list(session.list_resource_templates, "resource_templates")
-                self.listing = _replace(self.listing, resources=tuple(resources), templates=tuple(templates))
+            self.listing = await reread(session, self.listing, what, self.log)
         except Exception as exc:
             self.log.warning("re-reading %s of '%s' failed: %s", what, self.name, exc)
             return
@@ -527,41 +489,6 @@ class Upstream:
             case _:
                 if self.client is not None:
                     await self.client.notify(self.name, message)
-
-    def _client_callbacks(self) -> dict[str, Any]:
-        """Offer the upstream only what the client on the other side can do."""
-        client = self.client
-        if client is None:
-            return {}
-        caps = client.client_capabilities()
-        if caps is None:
-            return {}
-        callbacks: dict[str, Any] = {}
-        name = self.name
-        if caps.sampling is not None:
-
-            async def sampling(
-                ctx: ClientRequestContext, params: types.CreateMessageRequestParams
-            ) -> types.CreateMessageResult | types.ErrorData:
-                return await client.create_message(name, params)
-
-            callbacks["sampling_callback"] = sampling
-            callbacks["sampling_capabilities"] = caps.sampling
-        if caps.elicitation is not None:
-
-            async def elicitation(
-                ctx: ClientRequestContext, params: types.ElicitRequestParams
-            ) -> types.ElicitResult | types.ErrorData:
-                return await client.elicit(name, params)
-
-            callbacks["elicitation_callback"] = elicitation
-        if caps.roots is not None:
-
-            async def roots(ctx: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-                return await client.list_roots(name)
-
-            callbacks["list_roots_callback"] = roots
-        return callbacks
 
     async def send_notification(self, notification: types.ClientNotification) -> None:
         session = self._session
@@ -595,12 +522,6 @@ def _is_call_result(result: Any) -> bool:
     return structured is None or isinstance(structured, dict)
 
 
-def _replace(listing: Listing, **changes: Any) -> Listing:
-    from dataclasses import replace
-
-    return replace(listing, **changes)
-
-
 async def _settle(watch: ProcessWatch) -> None:
     """Give a dying process a moment, so its exit code and last words make the log."""
     with anyio.move_on_after(1.0):
@@ -612,19 +533,4 @@ async def _set_when(source: anyio.Event, target: anyio.Event) -> None:
     target.set()
 
 
-async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-    """Read every page; a server that repeats a cursor does not loop us forever."""
-    items: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    while True:
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await fetch(params=params)
-        items.extend(getattr(page, attr))
-        cursor = page.next_cursor
-        if not cursor or cursor in seen or len(seen) > 1000:
-            return items
-        seen.add(cursor)
-
-
-__all__ = ["Listing", "State", "Upstream"]
+__all__ = ["State", "Upstream"]

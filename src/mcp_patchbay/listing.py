@@ -1,0 +1,83 @@
+"""What an upstream offers (tools, resources, templates, prompts), read over its session.
+
+Every list is read whole, page after page (a server that repeats a cursor does not loop
+us forever). Tools are required of a server that advertises them; the other lists are
+optional: a server that advertises resources but fails to list them still serves its
+tools, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What an upstream offers, as last read. Kept while it restarts."""
+
+    tools: tuple[types.Tool, ...] = ()
+    resources: tuple[types.Resource, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
+    prompts: tuple[types.Prompt, ...] = ()
+
+
+async def read_listing(session: ClientSession, caps: types.ServerCapabilities, log: logging.Logger) -> Listing:
+    """Everything a freshly connected server advertises."""
+    tools: list[types.Tool] = []
+    resources: list[types.Resource] = []
+    templates: list[types.ResourceTemplate] = []
+    prompts: list[types.Prompt] = []
+    if caps.tools is not None:
+        tools = await _all_pages(session.list_tools, "tools")
+    if caps.resources is not None:
+        resources = await _optional_list(session.list_resources, "resources", log)
+        templates = await _optional_list(session.list_resource_templates, "resource_templates", log)
+    if caps.prompts is not None:
+        prompts = await _optional_list(session.list_prompts, "prompts", log)
+    return Listing(tuple(tools), tuple(resources), tuple(templates), tuple(prompts))
+
+
+async def reread(session: ClientSession, listing: Listing, what: str, log: logging.Logger) -> Listing:
+    """``listing`` with one kind (``tools``, ``prompts``, ``resources``) read again."""
+    if what == "tools":
+        return replace(listing, tools=tuple(await _all_pages(session.list_tools, "tools")))
+    if what == "prompts":
+        return replace(listing, prompts=tuple(await _all_pages(session.list_prompts, "prompts")))
+    if what == "resources":
+        resources = await _all_pages(session.list_resources, "resources")
+        templates = await _optional_list(session.list_resource_templates, "resource_templates", log)
+        return replace(listing, resources=tuple(resources), templates=tuple(templates))
+    return listing
+
+
+async def _optional_list(fetch: Callable[..., Awaitable[Any]], attr: str, log: logging.Logger) -> list[Any]:
+    try:
+        return await _all_pages(fetch, attr)
+    except MCPError as exc:
+        log.warning("a server advertised %s but listing them failed: %s", attr, exc)
+        return []
+
+
+async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    """Read every page; a server that repeats a cursor does not loop us forever."""
+    items: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await fetch(params=params)
+        items.extend(getattr(page, attr))
+        cursor = page.next_cursor
+        if not cursor or cursor in seen or len(seen) > 1000:
+            return items
+        seen.add(cursor)
+
+
+__all__ = ["Listing", "read_listing", "reread"]
