@@ -27,7 +27,8 @@ from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.naming import name_budget
 from mcp_patchbay.spawn import discard
 from mcp_patchbay.status import StatusRegistry
-from mcp_patchbay.upstream import Connector, State, Upstream
+from mcp_patchbay.transports import Connector
+from mcp_patchbay.upstream import State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 
