@@ -168,6 +168,14 @@ def test_limit_applied(index: ToolIndex) -> None:
     assert clamp_limit(None) == 5
 
 
+def test_odd_queries(index: ToolIndex) -> None:
+    for query in ("", "   ", "!!!", "the a of", "__", "a" * 5_000):
+        assert names(index, query) == []
+    started = time.perf_counter()
+    assert names(index, "create issue " * 20_000)  # cut to MAX_QUERY_CHARS, still found
+    assert time.perf_counter() - started < 1.0
+
+
 def test_deterministic_and_order_independent_ties() -> None:
     a = ToolIndex.build(TOOLS)
     b = ToolIndex.build(TOOLS)

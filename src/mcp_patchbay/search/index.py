@@ -54,7 +54,7 @@ Name similarity
 
 Result
     The ``limit`` (clamped to 1..``MAX_LIMIT``) best tools, best first; equal scores keep
-    catalog order. ``server`` keeps one server's tools (its name, or its ``normalize``-d
+    catalog order. Only the first ``MAX_QUERY_CHARS`` of a query are searched. ``server`` keeps one server's tools (its name, or its ``normalize``-d
     name); an unknown server gives no hits. A query with no terms and no name match gives
     the server's first tools when ``server`` is given, else nothing.
 """
@@ -87,6 +87,9 @@ __all__ = [
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
+MAX_QUERY_CHARS = 1_000
+"""Only this much of a query is searched: a need fits in far less, and a hostile 100 KB query
+must cost what a normal one does."""
 NAME_CUTOFF = 80.0
 NAME_MAX_WORDS = 3
 UPSTREAM_DISCOUNT = 0.95
@@ -479,6 +482,7 @@ class ToolIndex:
     def search(self, query: str, *, limit: int | None = DEFAULT_LIMIT, server: str | None = None) -> list[Hit]:
         """The best tools for ``query``, best first (see the module docstring)."""
         limit = clamp_limit(limit)
+        query = query[:MAX_QUERY_CHARS]
         allowed = self._server_filter(server)
         if allowed is not None and not allowed:
             return []
