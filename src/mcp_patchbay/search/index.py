@@ -54,9 +54,10 @@ Name similarity
 
 Result
     The ``limit`` (clamped to 1..``MAX_LIMIT``) best tools, best first; equal scores keep
-    catalog order. Only the first ``MAX_QUERY_CHARS`` of a query are searched. ``server`` keeps one server's tools (its name, or its ``normalize``-d
-    name); an unknown server gives no hits. A query with no terms and no name match gives
-    the server's first tools when ``server`` is given, else nothing.
+    catalog order. Only the first ``MAX_QUERY_CHARS`` of a query are searched. ``server``
+    keeps one server's tools (its name, or its ``normalize``-d name); an unknown server
+    gives no hits. A query with no terms and no name match gives the server's first tools
+    when ``server`` is given, else nothing.
 """
 
 from __future__ import annotations
