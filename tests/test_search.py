@@ -364,6 +364,7 @@ def test_description_names_servers_and_usage() -> None:
         assert f"- {server} (" in text
     assert "patchbay__call_tool" in text and '"name"' in text and '"arguments"' in text
     assert "Notion: pages and databases" in text
+    assert "- jira (0): not available now" in text.splitlines()
     assert "More text" not in text
     assert len(text) < 2_000
 

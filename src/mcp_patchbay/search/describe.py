@@ -8,7 +8,8 @@ Pure. Rules:
   server's own name ("pull request" of ``create_pull_request``). A word in more than half
   of a server's tool names (``browser_*``) comes first, once, and is left out of the
   other topics; then the most frequent topics (plurals folded), ties in first-seen order,
-  and words of descriptions if there are fewer than four; with none, the tool names.
+  and words of descriptions if there are fewer than four; with none, the tool names. A
+  server with no tools now (down, starting, needs sign-in) says "not available now".
 - The lines share what is left of ``budget`` (default 2,000 characters) after the fixed
   text, each cut at a word boundary to its share (at least ``MIN_LINE``); servers that
   still do not fit are counted in a last line ("and N more").
@@ -147,10 +148,13 @@ def find_tools_description(
         f'with {call_tool} {{"name": <from the answer>, "arguments": {{...}}}}. Optional: "server" '
         f'(search one server), "limit" (1-20, default 5).\nServers (tool count):'
     )
-    lines = [
-        f"- {name} ({len(by_server.get(name, []))}): {server_summary(name, instr, by_server.get(name, []))}"
-        for name, instr in servers.items()
-    ]
+    lines: list[str] = []
+    for name, instructions in servers.items():
+        own = by_server.get(name, [])
+        summary = server_summary(name, instructions, own)
+        if not own:
+            summary = f"not available now{'; ' + summary if summary else ''}"
+        lines.append(f"- {name} ({len(own)}): {summary}")
     room = budget - len(head) - 40
     if not lines:
         return (head.rsplit("\n", 1)[0] + " No servers are connected yet.")[:budget]
