@@ -75,6 +75,8 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ),
 ]
 
+_STDIO = "mcp_patchbay/transports/stdio.py"
+
 # Inclusive time: a sample counts for a stage when any frame on its stack matches (file part, function part).
 STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
     ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/client_wire.py", "read_stdin"),)),
@@ -86,8 +88,8 @@ STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
     ("SDK request dispatch (JSONRPCDispatcher._handle_request)", (("jsonrpc_dispatcher.py", "_handle_request"),)),
     ("any mcp-patchbay frame on the stack (src/mcp_patchbay)", (("mcp_patchbay/", ""),)),
     ("upstream request send (dispatcher send_raw_request / send_request)", (("mcp/", "send_r"),)),
-    ("upstream write: mcp_patchbay.stdio write_stdin (dump + pipe write)", (("mcp_patchbay/stdio.py", "write_stdin"),)),
-    ("upstream read: mcp_patchbay.stdio read_stdout (parse + validate)", (("mcp_patchbay/stdio.py", "read_stdout"),)),
+    ("upstream write: stdio write_stdin (dump + pipe write)", ((_STDIO, "write_stdin"),)),
+    ("upstream read: stdio read_stdout (parse + validate)", ((_STDIO, "read_stdout"),)),
     ("OpenTelemetry spans and context (SDK; no exporter installed)", (("", "otel"), ("opentelemetry", ""))),
     ("pydantic anywhere on the stack", (("pydantic", ""),)),
 ]  # fmt: skip

@@ -231,7 +231,7 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
 
     from mcp_patchbay.client_wire import stdio_streams
     from mcp_patchbay.server import Proxy
-    from mcp_patchbay.stdio import shutdown
+    from mcp_patchbay.transports.stdio import shutdown
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
     proxy = Proxy(config, prespawned=prespawned)
@@ -258,7 +258,7 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
     import anyio
 
-    from mcp_patchbay.stdio import shutdown
+    from mcp_patchbay.transports.stdio import shutdown
 
     if sys.platform == "win32":  # no signal receivers there; stdin EOF ends the proxy
         return

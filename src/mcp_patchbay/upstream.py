@@ -53,8 +53,8 @@ from mcp_patchbay.policies import (
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import discard
-from mcp_patchbay.stdio import ProcessWatch, redact
 from mcp_patchbay.transports import Connector, Link, open_link
+from mcp_patchbay.transports.stdio import ProcessWatch, redact
 
 logger = logging.getLogger("mcp_patchbay.upstream")
 

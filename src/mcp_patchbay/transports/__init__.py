@@ -1,5 +1,7 @@
 """The links to upstream servers: one per transport, each an open ``Link`` while connected.
 
+- ``link``: what every transport yields: ``Link`` (streams, the end event, the process
+  watch and raw lane where there are some) and ``Connector``, the seam tests use.
 - ``stdio``: a child process speaking JSON-RPC lines on its stdin and stdout, with its
   raw tool-call lane (``rawcalls``); the process tree is stopped with the link.
 - ``http``: streamable HTTP and the older SSE transport, on the SDK's clients, with the
@@ -12,33 +14,10 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Any
-
-import anyio
 
 from mcp_patchbay.config import RemoteSpec, StdioSpec
-from mcp_patchbay.rawcalls import RawCalls
-from mcp_patchbay.stdio import ProcessWatch
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """An open transport to an upstream: its streams, and what tells us it ended."""
-
-    read: Any
-    write: Any
-    closed: anyio.Event | None = None
-    """Set when the transport ended on its own (a stdio server's stdout closed)."""
-    watch: ProcessWatch | None = None
-    raw: RawCalls | None = None
-    """Where the transport offers it: tool calls past the SDK's session (``rawcalls``)."""
-
-
-Connector = Callable[[str, "StdioSpec | RemoteSpec"], AbstractAsyncContextManager[Link]]
-"""Opens a ``Link`` for a server; tests pass one that connects in-memory servers."""
+from mcp_patchbay.transports.link import Connector, Link
 
 
 def open_link(
@@ -46,7 +25,7 @@ def open_link(
 ) -> AbstractAsyncContextManager[Link]:
     """The link for a config entry; ``adopt`` is a process already started for it (``spawn``)."""
     if isinstance(spec, StdioSpec):
-        from mcp_patchbay.transports.stdio_link import stdio_link
+        from mcp_patchbay.transports.stdio import stdio_link
 
         return stdio_link(name, spec, adopt)
     from mcp_patchbay.transports.http import sse_link, streamable_http_link

@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import HTTP_STATUS_KEY
 from mcp_patchbay.jsonrpc import request_id_in
-from mcp_patchbay.transports import Link
+from mcp_patchbay.transports.link import Link
 
 STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
 """What the SDK's streamable-HTTP client answers a request with when its POST got an HTTP error status."""

@@ -44,8 +44,10 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_patchbay.config import StdioSpec
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
+from mcp_patchbay.transports.link import Link
 
 logger = logging.getLogger(__name__)
 
@@ -375,3 +377,12 @@ class _AdoptedProcess:
         while (code := self._popen.poll()) is None:
             await anyio.sleep(0.05)
         return code
+
+
+@asynccontextmanager
+async def stdio_link(
+    name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None
+) -> AsyncGenerator[Link, None]:
+    transport = stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt)
+    async with transport as (read, write, watch, raw):
+        yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
