@@ -235,3 +235,22 @@ async def _listed(tmp: Path, servers: dict[str, Any]) -> tuple[str, set[str]]:
         with anyio.fail_after(10):
             await running.process.wait()
     return (tmp / "stderr.txt").read_text(), tools
+
+
+# --- check: which listing the config gets, and what each costs ---------------------------------
+
+
+def test_check_reports_the_exposure_mode_and_the_listing_cost_of_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = {f"s{i}": upstream(f"s{i}", "pid") for i in range(3)}
+    config = write(tmp_path, servers, search_threshold=2)
+    assert cli.main(["check", str(config), "--json"]) == 0
+    exposure = json.loads(capsys.readouterr().out)["exposure"]
+    assert exposure["mode"] == "search" and exposure["expose"] == "auto" and exposure["threshold"] == 2
+    assert exposure["all"]["tools"] == 3 and exposure["search"]["tools"] == 2
+    assert exposure["all"]["tokens"] == -(-exposure["all"]["chars"] // 4)
+    assert cli.main(["check", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "exposed as: search mode" in out and "search_threshold 2" in out
+    assert any(line.strip().startswith("all mode:") and "3 tools listed" in line for line in out.splitlines())

@@ -329,10 +329,12 @@ async def _check(config: Config, as_json: bool, registered_as: str | None = None
     failed = [r for r in rows if r["state"] not in ("ready", "disabled")]
     assumed = registered_as is None
     registered_as = registered_as or ASSUMED_REGISTERED_AS
-    too_long = name_warnings([t.name for t in supervisor.catalog.tools], registered_as)
+    exposure, listed = _exposure(config, supervisor)
+    too_long = name_warnings(listed, registered_as)
     if as_json:
         names = {"registered_as": registered_as, "assumed": assumed, "too_long": too_long}
-        print(json.dumps({"servers": rows, "tools": len(supervisor.catalog.tools), "names": names}, indent=2))
+        document = {"servers": rows, "tools": len(supervisor.catalog.tools), "names": names, "exposure": exposure}
+        print(json.dumps(document, indent=2))
     else:
         width = max([len(r["name"]) for r in rows] + [6])
         print(f"{'SERVER':<{width}}  {'TRANSPORT':<9}  {'STATE':<10}  {'TOOLS':>5}  {'READY IN':>8}  PROBLEM")
@@ -348,8 +350,45 @@ async def _check(config: Config, as_json: bool, registered_as: str | None = None
             f"\n{len(rows) - len(failed)} of {len(rows)} servers ok, {total} tools, "
             f"checked in {time.monotonic() - started:.1f}s ({config.path})"
         )
+        _print_exposure(exposure)
         _print_name_warnings(too_long, registered_as, assumed, config)
     return 1 if failed else 0
+
+
+def _exposure(config: Config, supervisor: Any) -> tuple[dict[str, Any], list[str]]:
+    """Which listing this config gets (``patchbay.expose``) and what each would cost; the
+    names the client would list in the mode used."""
+    from mcp_patchbay.exposure import Exposure, listing_cost, search_mode
+
+    catalog = supervisor.catalog
+    servers = {name: upstream.instructions for name, upstream in supervisor.upstreams.items()}
+    settings = config.settings
+    listings = {
+        mode: Exposure(settings.model_copy(update={"expose": mode})).listing(catalog, servers)
+        for mode in ("all", "search")
+    }
+    used = "search" if search_mode(settings, len(catalog.tools)) else "all"
+    exposure: dict[str, Any] = {"mode": used, "expose": settings.expose, "threshold": settings.search_threshold}
+    for mode, tools in listings.items():
+        chars, tokens = listing_cost(tools)
+        exposure[mode] = {"tools": len(tools), "chars": chars, "tokens": tokens}
+    return exposure, [tool.name for tool in listings[used]]
+
+
+def _print_exposure(exposure: dict[str, Any]) -> None:
+    why = {
+        "all": "every tool is listed",
+        "search": "the client lists find_tools and call_tool",
+    }[exposure["mode"]]
+    if exposure["expose"] == "auto":
+        why += f" (expose \"auto\", search_threshold {exposure['threshold']})"
+    print(f"\nexposed as: {exposure['mode']} mode: {why}")
+    for mode in ("all", "search"):
+        cost = exposure[mode]
+        print(
+            f"  {mode + ' mode:':<13}{cost['tools']:>4} tools listed, {cost['chars']:>9,} characters, "
+            f"~{cost['tokens']:,} tokens"
+        )
 
 
 def _print_name_warnings(too_long: list[dict[str, Any]], registered_as: str, assumed: bool, config: Config) -> None:
