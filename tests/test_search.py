@@ -253,6 +253,7 @@ def huge_tool(number: int) -> IndexedTool:
 def validate(structured: dict[str, Any]) -> None:
     jsonschema.validate(structured, OUTPUT_SCHEMA)
     jsonschema.Draft202012Validator.check_schema(OUTPUT_SCHEMA)
+    assert "patchbay__" not in json.dumps(OUTPUT_SCHEMA)  # the call tool's name is configurable
     for entry in structured["tools"]:
         jsonschema.Draft202012Validator.check_schema(entry["inputSchema"])
 
@@ -363,6 +364,9 @@ def test_description_names_servers_and_usage() -> None:
     for server in ("github", "gitlab", "filesystem", "playwright", "slack", "mongodb", "time", "notion", "jira"):
         assert f"- {server} (" in text
     assert "patchbay__call_tool" in text and '"name"' in text and '"arguments"' in text
+    assert "patchbay__find_tools again with a tool's exact name" in text
+    custom = find_tools_description(TOOLS, find_tools="x__find", call_tool="x__call")
+    assert "x__find again" in custom and "x__call" in custom and "patchbay__" not in custom
     assert "Notion: pages and databases" in text
     assert "- jira (0): not available now" in text.splitlines()
     assert "More text" not in text

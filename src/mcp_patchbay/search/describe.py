@@ -146,7 +146,8 @@ def find_tools_description(
         f'Find tools of the servers below by the task in a few words ("create a GitHub issue") or by '
         f"a tool name; the answer lists the best matches with their arguments schemas. Then call one "
         f'with {call_tool} {{"name": <from the answer>, "arguments": {{...}}}}. Optional: "server" '
-        f'(search one server), "limit" (1-20, default 5).\nServers (tool count):'
+        f'(search one server), "limit" (1-20, default 5). Call {find_tools} again with a tool\'s exact '
+        f"name for its full arguments schema.\nServers (tool count):"
     )
     lines: list[str] = []
     for name, instructions in servers.items():

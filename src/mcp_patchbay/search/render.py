@@ -55,11 +55,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "tools": {
             "type": "array",
-            "description": "Matching tools, best first. Call one with patchbay__call_tool (name, arguments).",
+            "description": "Matching tools, best first. Call one with the call tool (name, arguments).",
             "items": {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "description": "The name to pass to patchbay__call_tool."},
+                    "name": {"type": "string", "description": "The name to pass to the call tool."},
                     "server": {"type": "string"},
                     "tool": {"type": "string", "description": "The tool's name on its server."},
                     "title": {"type": ["string", "null"]},
