@@ -1,0 +1,111 @@
+"""The config file: which upstream servers to serve, and the proxy's own settings.
+
+The file is JSON, in the shape MCP clients already use, so an existing client config
+can be pointed at directly::
+
+    {
+      "mcpServers": {                      // Claude Desktop, Cursor, Claude Code
+        "github": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-github"],
+          "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+          "timeout": 120,
+          "tools": {"deny": ["delete_*"]}
+        },
+        "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}
+      },
+      "servers": {},                       // VS Code's shape; may appear beside mcpServers
+      "patchbay": {"timeout": 50}          // proxy-wide settings (see Settings)
+    }
+
+(The comments above are for this docstring only: the file is plain JSON.)
+
+An entry with ``command`` is launched over stdio (``args``, ``env``, ``cwd``); an entry
+with ``url`` is a remote server, streamable HTTP unless ``"type": "sse"``, with
+``headers``. Both kinds take patchbay's own keys ``timeout``, ``tool_timeouts``,
+``disabled``, ``tools`` (``allow``/``deny`` glob lists) and ``max_concurrency``. Keys
+that clients keep in entries for themselves (:data:`IGNORED_ENTRY_KEYS`) are ignored.
+
+``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the
+environment in ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and header values.
+A relative ``cwd`` is taken relative to the config file's directory (``~/`` is the home directory).
+
+Mistakes are reported with the file and the key path. A mistake in the file as a whole
+(not JSON, an unknown top-level or ``patchbay`` key, ...) raises :class:`ConfigError`;
+a mistake inside one server entry only disables that entry: it is still returned, with
+``spec=None`` and a ``problem`` saying why.
+
+The package is pure apart from reading the one file (and resolving paths to detect an
+entry that would launch patchbay itself with this same file). Its modules, each owning
+one thing (a module imports only those listed above it):
+
+- ``keys``: the names of the file's keys (top level, server entries). Imports nothing,
+  not even pydantic, so code that runs before pydantic is loaded can use it.
+- ``problems``: :class:`ConfigProblem`, :class:`ConfigError`, and how mistakes are
+  worded (key paths, quoting, "did you mean", pydantic errors as short messages).
+- ``models``: the pydantic models and dataclasses a loaded config is made of.
+- ``jsontext``: the file's text as JSON, remembering keys given more than once.
+- ``variables``: ``${VAR}`` expansion.
+- ``selfref``: whether an entry would launch patchbay itself with this same config.
+- ``entries``: one server entry, from its JSON object to a :class:`ServerEntry`.
+- ``loading``: :func:`load_config` and :func:`parse_config`: the file as a whole.
+
+This ``__init__`` only names the public API and imports each name's module when the
+name is first used (PEP 562), so ``import mcp_patchbay.config.keys`` stays as light as
+that module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS
+
+if TYPE_CHECKING:
+    from mcp_patchbay.config.loading import load_config, parse_config
+    from mcp_patchbay.config.models import Config, RemoteSpec, ServerEntry, Settings, StdioSpec, ToolFilter
+    from mcp_patchbay.config.problems import ConfigError, ConfigProblem
+
+__all__ = [
+    "IGNORED_ENTRY_KEYS",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "RemoteSpec",
+    "ServerEntry",
+    "Settings",
+    "StdioSpec",
+    "ToolFilter",
+    "load_config",
+    "parse_config",
+]
+
+# Each public name to the module defining it; keep in step with the imports above.
+_MODULE_OF: Final[Mapping[str, str]] = {
+    "Config": "models",
+    "RemoteSpec": "models",
+    "ServerEntry": "models",
+    "Settings": "models",
+    "StdioSpec": "models",
+    "ToolFilter": "models",
+    "ConfigError": "problems",
+    "ConfigProblem": "problems",
+    "load_config": "loading",
+    "parse_config": "loading",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module on first use (PEP 562); later uses find it directly."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

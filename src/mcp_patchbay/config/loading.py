@@ -1,0 +1,104 @@
+"""Loading the config file: reading it, its top level, and the ``Config`` it makes.
+
+:func:`load_config` reads the file; :func:`parse_config` takes its text: JSON
+(``jsontext``), the top-level keys, the ``"patchbay"`` settings, and the server entries
+of both shapes, ``mcpServers`` then ``servers``, each built by ``entries``. A mistake
+in the file as a whole is collected with the others and raised as one
+:class:`ConfigError`; a mistake inside an entry only disables that entry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mcp_patchbay.config.entries import build_entry
+from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
+from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
+from mcp_patchbay.config.models import Config, ServerEntry, Settings
+from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
+
+__all__ = ["load_config", "parse_config"]
+
+
+def _top_level_problem(key: str, value: object) -> ConfigProblem:
+    if key == "mcp" and isinstance(value, dict):
+        message = "unknown top-level key 'mcp' (VS Code's settings.json shape): move its 'servers' to the top level"
+    elif isinstance(value, dict) and ("command" in value or "url" in value):
+        message = f"unknown top-level key {quote(key)}: server entries go inside 'mcpServers'"
+    else:
+        message = f"unknown top-level key {quote(key)}{did_you_mean(key, TOP_LEVEL_KEYS)}"
+    return ConfigProblem("", message)
+
+
+def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Parse config file contents; ``path`` names the file in messages and in ``Config.path``.
+
+    ``environ`` (default ``os.environ``) supplies ``${VAR}`` values. Raises ConfigError.
+    """
+    path = Path(path).absolute()
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    data = parse_json(text, path)
+    if not isinstance(data, JsonObject):
+        raise ConfigError(path, "", 'expected a JSON object at the top level, like {"mcpServers": {...}}')
+
+    fatal: list[ConfigProblem] = [
+        ConfigProblem(key_path(key), "key given more than once") for key in data.duplicates if key in TOP_LEVEL_KEYS
+    ]
+    fatal.extend(_top_level_problem(key, value) for key, value in data.items() if key not in TOP_LEVEL_KEYS)
+
+    settings = Settings()
+    raw_settings = data.get("patchbay")
+    if "patchbay" in data and not isinstance(raw_settings, JsonObject):
+        fatal.append(ConfigProblem("patchbay", "expected an object"))
+    elif isinstance(raw_settings, JsonObject):
+        fatal.extend(duplicate_keys(raw_settings, ("patchbay",)))
+        try:
+            settings = Settings.model_validate(raw_settings)
+        except ValidationError as exc:
+            fatal.extend(validation_problems(exc, ("patchbay",), {}, Settings.model_fields))
+
+    entries: list[ServerEntry] = []
+    first_shape: dict[str, str] = {}
+    for shape in SHAPES:
+        if shape not in data:
+            continue
+        servers = data[shape]
+        if not isinstance(servers, JsonObject):
+            fatal.append(ConfigProblem(shape, "expected an object mapping server names to entries"))
+            continue
+        fatal.extend(
+            ConfigProblem(key_path(shape, name), f"server name {quote(name)} given more than once")
+            for name in servers.duplicates
+        )
+        for name, raw in servers.items():
+            if name in first_shape:
+                fatal.append(
+                    ConfigProblem(
+                        key_path(shape, name), f"server name {quote(name)} is already used in {first_shape[name]}"
+                    )
+                )
+                continue
+            first_shape[name] = shape
+            entries.append(build_entry(shape, name, raw, path, env))
+
+    if fatal:
+        raise ConfigError.from_problems(path, fatal)
+    return Config(path=path, settings=settings, servers=tuple(entries))
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and parse the config file at ``path``. Raises ConfigError."""
+    path = Path(path).absolute()
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
+    except FileNotFoundError:
+        raise ConfigError(path, "", "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, "", f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
+    return parse_config(text, path, environ)

@@ -1,0 +1,387 @@
+"""The config's data model: what a loaded config file is.
+
+``ToolFilter`` (which tools of a server are served), the two kinds of server entry,
+``StdioSpec`` and ``RemoteSpec`` (on ``SpecBase``, the keys both take), ``Settings``
+(the ``"patchbay"`` object), ``ServerEntry`` (one named entry, valid or not) and
+``Config`` (the whole file). The pydantic models are frozen, strict and reject unknown
+keys; they check single values (a NUL in an argument, a URL without a host, ...).
+How the file's JSON becomes these is ``loading`` and ``entries``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal, Self, cast
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from mcp_patchbay.config.problems import quote
+
+__all__ = ["Config", "RemoteSpec", "ServerEntry", "Settings", "SpecBase", "StdioSpec", "ToolFilter"]
+
+
+def _as_tuple(value: object) -> object:
+    """Accept a JSON array for a tuple field (strict mode accepts only tuples)."""
+    return tuple(cast("list[object]", value)) if isinstance(value, list) else value
+
+
+def _compile_patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex matching any of the names or fnmatch-style globs, case-sensitively."""
+    if not patterns:
+        return None
+    parts = [fnmatch.translate(p) if any(c in p for c in "*?[") else re.escape(p) + r"\Z" for p in patterns]
+    return re.compile("|".join(f"(?:{part})" for part in parts))
+
+
+_Names = Annotated[tuple[str, ...], BeforeValidator(_as_tuple)]
+_Seconds = Annotated[float, Field(gt=0)]
+
+_MODEL_CONFIG: Final = ConfigDict(
+    frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
+)
+
+
+class _CompiledFilter:
+    """A ToolFilter's lists compiled to regexes, and the tuples they were compiled from."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self) -> None:
+        self._state: tuple[object, object, re.Pattern[str] | None, re.Pattern[str] | None] = ((), (), None, None)
+
+    def compile(self, allow: tuple[str, ...] | None, deny: tuple[str, ...]) -> None:
+        self._state = (allow, deny, _compile_patterns(allow or ()), _compile_patterns(deny))
+
+    def patterns(
+        self, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+    ) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        # The identity check costs nothing and catches a filter built without validation
+        # (model_copy(update=...) shares this cache with the original).
+        if self._state[0] is not allow or self._state[1] is not deny:
+            self.compile(allow, deny)
+        return self._state[2], self._state[3]
+
+
+class ToolFilter(BaseModel, frozen=True):
+    """Which upstream tools are served: ``{"allow": [...], "deny": [...]}``.
+
+    Entries are upstream tool names or fnmatch-style globs (``*``, ``?``, ``[abc]``),
+    matched case-sensitively against the whole name. ``deny`` wins over ``allow``.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    allow: Annotated[tuple[str, ...] | None, BeforeValidator(_as_tuple)] = None
+    """Only tools matching one of these are served; ``None`` (absent) allows every tool."""
+
+    deny: _Names = ()
+    """Tools matching one of these are never served."""
+
+    always_list: _Names = ()
+    """In search mode (``patchbay.expose``), tools matching one of these are listed to the
+    client beside ``find_tools`` and ``call_tool``; ``["*"]`` lists the whole server."""
+
+    _cache: _CompiledFilter = PrivateAttr(default_factory=_CompiledFilter)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._cache.compile(self.allow, self.deny)
+
+    def always_listed(self, tool_name: str) -> bool:
+        """Whether the upstream tool ``tool_name`` is listed in search mode too."""
+        pattern = _compile_patterns(self.always_list)
+        return pattern is not None and pattern.match(tool_name) is not None
+
+    def permits(self, tool_name: str) -> bool:
+        """Whether the upstream tool ``tool_name`` is served."""
+        allow, deny = self._cache.patterns(self.allow, self.deny)
+        if deny is not None and deny.match(tool_name):
+            return False
+        if self.allow is None:
+            return True
+        return allow is not None and allow.match(tool_name) is not None
+
+    # Equality and hashing by the fields only (the compiled patterns are a cache).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolFilter):
+            return NotImplemented
+        return (self.allow, self.deny, self.always_list) == (other.allow, other.deny, other.always_list)
+
+    def __hash__(self) -> int:
+        return hash((ToolFilter, self.allow, self.deny, self.always_list))
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, dict):
+        return frozenset(cast("dict[object, object]", value).items())
+    return value
+
+
+def _check_text(value: str, what: str = "value") -> str:
+    if "\x00" in value:
+        raise ValueError(f"{what} must not contain a NUL character")
+    return value
+
+
+class SpecBase(BaseModel, frozen=True):
+    """The keys every server entry takes, whatever its transport."""
+
+    model_config = _MODEL_CONFIG
+
+    timeout: _Seconds | None = None
+    """Seconds a tool call may take (overrides ``patchbay.timeout``)."""
+
+    tool_timeouts: dict[str, _Seconds] = Field(default_factory=dict[str, float])
+    """Per-tool overrides of ``timeout``: ``{upstream tool name: seconds}``."""
+
+    tools: ToolFilter = ToolFilter()
+    """Which of the server's tools are served."""
+
+    disabled: bool = False
+    """Keep the entry in the file but do not start or serve it."""
+
+    max_concurrency: Annotated[int, Field(ge=1)] | None = None
+    """Calls in flight at once to this server (overrides ``patchbay.max_concurrency``)."""
+
+    # Hashable by value although some fields are dicts (the models are frozen).
+    def __hash__(self) -> int:
+        return hash((type(self), *(_freeze(v) for v in self.__dict__.values())))
+
+
+class StdioSpec(SpecBase, frozen=True):
+    """A server launched as a subprocess, speaking MCP over its stdin/stdout."""
+
+    command: str
+    """The executable to run (looked up on PATH)."""
+
+    args: _Names = ()
+    """Command line arguments."""
+
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Variables set for the server on top of the proxy's own environment."""
+
+    cwd: str | None = None
+    """Working directory (absolute once loaded); ``None``: the proxy's working directory."""
+
+    transport: Literal["stdio"] = "stdio"
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return _check_text(value)
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for i, arg in enumerate(value):
+            _check_text(arg, f"item {i}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"invalid variable name {quote(name)} (must be non-empty, without '=')")
+            _check_text(text, f"the value of {quote(name)}")
+        return value
+
+    @field_validator("cwd")
+    @classmethod
+    def _check_cwd(cls, value: str | None) -> str | None:
+        if value is not None and not value:
+            raise ValueError("must not be empty (leave it out for the proxy's working directory)")
+        return value if value is None else _check_text(value)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+
+
+class RemoteSpec(SpecBase, frozen=True):
+    """A server reached over the network."""
+
+    url: str
+    """The server's endpoint, ``http://`` or ``https://``."""
+
+    transport: Literal["http", "sse"] = "http"
+    """``"http"``: streamable HTTP; ``"sse"``: the older HTTP+SSE transport."""
+
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    """HTTP headers sent with every request (e.g. ``Authorization``)."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        # The URL is not quoted back: its query may carry a token.
+        try:
+            parts = urllib.parse.urlsplit(value)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if not ok or any(c in value for c in "\x00\r\n "):
+            raise ValueError("expected an http:// or https:// URL with a host name")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not _HEADER_NAME.match(name):
+                raise ValueError(f"invalid header name {quote(name)}")
+            if any(c in text for c in "\x00\r\n"):
+                raise ValueError(f"the value of header {quote(name)} must not contain line breaks or NUL")
+        return value
+
+
+class Settings(BaseModel, frozen=True):
+    """Proxy-wide settings: the optional ``"patchbay"`` object of the config file."""
+
+    model_config = _MODEL_CONFIG
+
+    timeout: _Seconds = 50.0
+    """Default seconds a tool call may take, below the 60 s after which common clients give up."""
+
+    max_call_time: _Seconds = 300.0
+    """Progress notifications from the server may extend a call up to this many seconds."""
+
+    connect_timeout: _Seconds = 30.0
+    """Seconds to launch or connect to a server and complete ``initialize``."""
+
+    startup_wait: Annotated[float, Field(ge=0)] = 10.0
+    """Seconds the proxy waits for servers at start before answering with those that are up."""
+
+    separator: str = "__"
+    """Between server and tool name in exposed names (``github__create_issue``): letters, digits, ``_``, ``-``."""
+
+    max_name_length: Annotated[int, Field(ge=16, le=64)] = 48
+    """Longest exposed tool name.
+
+    Claude and OpenAI reject tool names over 64 characters, and Claude Code exposes a
+    tool as ``mcp__<its name for patchbay>__<tool>``: 64 - len("mcp__") - len("__") -
+    len("patchbay") = 49, so 48 leaves room for a client-side name of up to 9
+    characters. Cursor caps server name + tool name at 60.
+    """
+
+    registered_as: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """The name the client knows the proxy by (``claude mcp add NAME``). Clients prefix tool
+    names with it (Claude Code sends ``mcp__NAME__tool``, limit 64), so when it is set the
+    exposed names are shortened to fit every known client; ``check`` warns of any that do not."""
+
+    expose: Literal["all", "search", "auto"] = "auto"
+    """How the upstreams' tools reach the client. ``"all"``: every tool is listed.
+    ``"search"``: the client lists ``patchbay__find_tools`` and ``patchbay__call_tool`` (plus
+    tools kept listed with ``tools.always_list``), finds tools by searching and calls them
+    by name as data. ``"auto"``: search once the catalog has more than ``search_threshold``
+    tools."""
+
+    search_threshold: Annotated[int, Field(ge=0)] = 40
+    """With ``expose: "auto"``, the number of tools above which search mode is used. 40: Cursor
+    long capped the tools it sends at 40, Copilot CLI switches to tool search at about 30,
+    and Claude Code when tools pass 10% of the context (about 20,000 tokens of a 200k
+    context, some 40 to 80 typical tool definitions)."""
+
+    call_tool: bool = False
+    """In ``expose: "all"`` mode, also list ``patchbay__call_tool``, for clients that refuse a
+    tool name they did not list (the name then travels as data and gets the proxy's forgiving
+    resolution)."""
+
+    unknown_tool: Literal["result", "error"] = "result"
+    """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
+
+    validate_arguments: bool = True
+    """Check call arguments against the tool's ``inputSchema`` before forwarding."""
+
+    max_result_bytes: Annotated[int, Field(ge=1)] = 1_048_576
+    """Results larger than this are truncated."""
+
+    status_tool: bool = False
+    """Serve a ``patchbay__status`` tool reporting the state of every server."""
+
+    max_concurrency: Annotated[int, Field(ge=1)] = 16
+    """Calls in flight at once to one server."""
+
+    queue_timeout: Annotated[float, Field(ge=0)] = 10.0
+    """Seconds a call may wait for a concurrency slot before failing."""
+
+    breaker_threshold: Annotated[int, Field(ge=1)] = 5
+    """Consecutive failures after which a server's circuit breaker opens."""
+
+    breaker_cooldown: _Seconds = 30.0
+    """Seconds an open breaker waits before letting a trial call through."""
+
+    retry_attempts: Annotated[int, Field(ge=0)] = 2
+    """Extra attempts for calls that are safe to retry (never delivered, or read-only)."""
+
+    retry_backoff: Annotated[float, Field(ge=0)] = 0.2
+    """Base delay in seconds between retries (doubled each attempt)."""
+
+    restart_initial_delay: _Seconds = 1.0
+    """Seconds before the first restart of a server that exited or disconnected."""
+
+    restart_max_delay: _Seconds = 60.0
+    """Upper bound of the growing delay between restarts."""
+
+    watch: bool = True
+    """Reload the config when the file changes."""
+
+    @field_validator("registered_as")
+    @classmethod
+    def _check_registered_as(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(c.isspace() or not c.isprintable() for c in value)):
+            raise ValueError("expected the name the client registered the proxy under, without spaces")
+        return value
+
+    @field_validator("separator")
+    @classmethod
+    def _check_separator(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", value):
+            raise ValueError("expected 1 to 8 letters, digits, '_' or '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> Self:
+        if self.max_call_time < self.timeout:
+            raise ValueError(f"max_call_time ({self.max_call_time:g}) must be at least timeout ({self.timeout:g})")
+        if self.restart_max_delay < self.restart_initial_delay:
+            raise ValueError(
+                f"restart_max_delay ({self.restart_max_delay:g}) must be at least "
+                f"restart_initial_delay ({self.restart_initial_delay:g})"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """One named entry of ``mcpServers`` or ``servers``."""
+
+    name: str
+    spec: StdioSpec | RemoteSpec | None
+    """``None`` when the entry is invalid or skipped (see ``problem``)."""
+
+    problem: str | None = None
+    """Why the entry cannot be served: ``"<key path>: <message>"`` items joined with ``"; "``."""
+
+    self_reference: bool = False
+    """The entry would launch patchbay itself with this same config file."""
+
+    @property
+    def disabled(self) -> bool:
+        """The entry is valid and marked ``"disabled": true``."""
+        return self.spec is not None and self.spec.disabled
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded config file. Compares by value, so a reload can be diffed entry by entry."""
+
+    path: Path
+    """The file, absolute."""
+
+    settings: Settings
+    servers: tuple[ServerEntry, ...]
+    """In file order, ``mcpServers`` first then ``servers``; names are unique."""

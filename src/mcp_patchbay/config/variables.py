@@ -1,0 +1,78 @@
+"""``${VAR}`` expansion: environment variables in the values of server entries.
+
+``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded in ``command``,
+``args``, ``env`` values, ``cwd``, ``url`` and header values (:func:`expand_entry`). An
+unset variable, and VS Code's own ``${input:...}`` and ``${workspaceFolder}`` forms, are
+problems; a message never contains a variable's value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+from mcp_patchbay.config.problems import ConfigProblem, key_path, quote
+
+__all__ = ["expand", "expand_entry"]
+
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VSCODE_INPUT = re.compile(r"\$\{(?:input|command|config):[^}]*\}")
+_VSCODE_VARIABLES: Final = frozenset(
+    {"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "userHome", "pathSeparator", "cwd", "file"}
+)
+
+
+def expand(text: str, environ: Mapping[str, str], key: str, problems: list[ConfigProblem]) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}`` (default when unset or empty) and ``${env:VAR}``."""
+    if "${" not in text:
+        return text
+    for match in _VSCODE_INPUT.finditer(text):
+        problems.append(
+            ConfigProblem(
+                key,
+                f"{quote(match.group(0))} is a VS Code input, which patchbay cannot ask for; "
+                "use ${VAR} with an environment variable instead",
+            )
+        )
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = environ.get(name)
+        if default is not None and not value:
+            return default
+        if value is None:
+            if name in _VSCODE_VARIABLES:
+                message = (
+                    f"'${{{name}}}' is a VS Code variable, which patchbay does not expand; "
+                    "use a literal path or an environment variable"
+                )
+            else:
+                message = f"environment variable {quote(name)} is not set (use ${{{name}:-default}} for a fallback)"
+            problems.append(ConfigProblem(key, message))
+            return ""
+        return value
+
+    return _VARIABLE.sub(replace, text)
+
+
+def expand_entry(
+    data: dict[str, Any], environ: Mapping[str, str], prefix: tuple[str, str], problems: list[ConfigProblem]
+) -> None:
+    """Expand variables in place where the values have the right types (pydantic reports the rest)."""
+    for key in ("command", "cwd", "url"):
+        if isinstance(data.get(key), str):
+            data[key] = expand(data[key], environ, key_path(*prefix, key), problems)
+    args = data.get("args")
+    if isinstance(args, list):
+        data["args"] = [
+            expand(a, environ, key_path(*prefix, "args", i), problems) if isinstance(a, str) else a
+            for i, a in enumerate(cast("list[object]", args))
+        ]
+    for key in ("env", "headers"):
+        mapping = data.get(key)
+        if isinstance(mapping, dict):
+            data[key] = {
+                k: expand(v, environ, key_path(*prefix, key, k), problems) if isinstance(v, str) else v
+                for k, v in cast("dict[str, object]", mapping).items()
+            }
