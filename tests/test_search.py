@@ -146,6 +146,29 @@ def test_server_named_in_query_prefers_its_tool(index: ToolIndex) -> None:
     assert names(index, "file a new issue on github")[0] == "github__create_issue"
 
 
+def test_noun_number_agreement() -> None:
+    pair = [
+        tool("gh", "get_issue", "Get details of a specific issue in a repository"),
+        tool("gh", "list_issues", "List issues in a repository"),
+    ]
+    index = ToolIndex.build(pair)
+    assert names(index, "which issues are open in the repo")[0] == "gh__list_issues"
+    assert names(index, "look at issue 12 in the repo")[0] == "gh__get_issue"
+
+
+def test_domain_synonyms() -> None:
+    index = ToolIndex.build(
+        [
+            tool("web", "browser_navigate", "Navigate to a URL"),
+            tool("web", "browser_click", "Click an element"),
+            tool("tracker", "add_issue_comment", "Add a comment to an issue"),
+            tool("tracker", "create_issue", "Create a new issue"),
+        ]
+    )
+    assert names(index, "load the staging site")[0] == "web__browser_navigate"
+    assert names(index, "reply on the ticket")[0] == "tracker__add_issue_comment"
+
+
 def test_server_filter(index: ToolIndex) -> None:
     assert names(index, "create issue", server="gitlab") == ["gitlab__create_issue"]
     assert {n.split("__")[0] for n in names(index, "create", server="github", limit=20)} == {"github"}

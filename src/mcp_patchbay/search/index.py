@@ -33,6 +33,11 @@ Lexical score
     name (``text.VERB_CLASS``: read, create, update, delete, send, run) is of a class the
     query has, and lose ``VERB_CONFLICT`` when the query has verbs (question words count
     as "read") but none of that class: "show the latest messages" is no ``post_message``.
+    And they get ``NUMBER_AGREE`` when the nouns their name shares with the query (verbs,
+    numbers and the server's words left out) all have the query's number (singular or
+    plural), and lose it when none does: "which issues are open" is ``list_issues``,
+    "look at issue 12" is ``get_issue`` (measured: +1.4/+0 top-1/top-5 on tune, +0.8/+0
+    on holdout; 0.1 and a plural-only rule did no better).
     A name counts each query group once. Only the ``RESCORE`` best candidates by a cheaper score (every
     member's weighted value summed, not the best per group) are scored exactly. Every tool
     with a query word is a candidate while no word is in more than ``WEAK_ADMIT`` tools;
@@ -98,6 +103,8 @@ NAME_COVER = 0.3
 """Added (in units of the best lexical score) times the share of a tool's name words the query has."""
 VERB_AGREE = 0.1
 VERB_CONFLICT = 0.2
+NUMBER_AGREE = 0.05
+"""Added to / taken from a tool whose name has the query's nouns in the same / the other number."""
 """Added to / taken from a tool whose name's first verb is of a class the query has / has not,
 when the query has any (``text.VERB_CLASS``): "show the messages" is not ``post_message``."""
 COVER_DEPTH = 25
@@ -269,6 +276,25 @@ def note_match(query: str, *texts: str) -> float:
     return min(1.0, covered / len(weights))
 
 
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and not word.isdigit()
+
+
+def _numbers(text: str, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, bool]:
+    """Folded noun -> whether it is plural in ``text`` (verbs, numbers, stop words and
+    ``skip`` left out; a word used both ways too)."""
+    seen: dict[str, bool | None] = {}
+    for word in split_words(text):
+        if word in STOP_WORDS or word.isdigit():
+            continue
+        folded = fold(word)
+        if folded in skip or folded in VERB_CLASS:
+            continue
+        number = folded != word and _plural(word)
+        seen[folded] = number if seen.get(folded, number) == number else None
+    return {w: n for w, n in seen.items() if n is not None}
+
+
 def _best_of(group: Sequence[tuple[dict[int, float], float]], doc: int) -> float:
     best = 0.0
     for posting, weight in group:
@@ -290,6 +316,7 @@ class ToolIndex:
         self._server_vocabulary: list[str] = []
         self._name_words: list[frozenset[str]] = []
         self._verbs: list[str | None] = []
+        self._numbers: list[dict[str, bool]] = []  # name's folded word -> it is plural there
         self._vocabulary: list[str] = []
         self._heads: dict[str, dict[int, float]] = {}  # word of a long posting -> its ADMIT_CAP best
         self._exposed_keys: list[str] = []
@@ -318,6 +345,7 @@ class ToolIndex:
             self._name_words.append(frozenset(w for w in doc["name"] if w not in own) or frozenset(doc["name"]))
             verbs = [VERB_CLASS[w] for w in doc["name"] if w not in own and w in VERB_CLASS]
             self._verbs.append(verbs[0] if verbs else None)
+            self._numbers.append(_numbers(tool.tool, own))
         count = len(docs)
         avg = {f: (sum(len(d[f]) for d in docs) / count if count else 0.0) or 1.0 for f in FIELDS}
         per_term: dict[str, dict[int, float]] = {}
@@ -501,6 +529,7 @@ class ToolIndex:
         classes: set[str] = (
             {VERB_CLASS[f] for w in split_words(query) if (f := fold(w)) in VERB_CLASS} if depth else set()
         )
+        numbers = _numbers(query) if depth and NUMBER_AGREE else {}
         for doc in depth:
             score = lexical[doc] / top_lexical
             words = self._name_words[doc]
@@ -510,6 +539,11 @@ class ToolIndex:
             verb = self._verbs[doc]
             if verb is not None and classes:
                 score += VERB_AGREE if verb in classes else -VERB_CONFLICT
+            if numbers:
+                names_number = self._numbers[doc]
+                agree = [n == names_number[w] for w, n in numbers.items() if w in names_number]
+                if agree:
+                    score += NUMBER_AGREE if all(agree) else -NUMBER_AGREE if not any(agree) else 0.0
             combined[doc] = score
         for doc, similarity in names.items():
             bonus = 1.0 + NAME_COVER + (similarity - NAME_CUTOFF) / (100.0 - NAME_CUTOFF)
