@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 import warnings
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_patchbay import __version__
-from mcp_patchbay.spawn import discard, early, prespawn, settle
+from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle
 
 if TYPE_CHECKING:
     import anyio
@@ -210,13 +209,12 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     _warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
     # their boot then runs beside ours. The handshake still waits for the client.
-    prespawned = prespawn(config.servers, kept)
-    started = dict(prespawned)  # the proxy takes them from the first; this one is for the last word
+    prespawned = Prespawned(prespawn(config.servers, kept))
     try:
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(_serve, config, prespawned)
     finally:
-        discard(started)  # normally all stopped already; never leave one behind
+        prespawned.stop_all()  # normally all stopped already; never leave one behind
     if argv is None if quick_exit is None else quick_exit:
         logging.shutdown()
         with contextlib.suppress(Exception):
@@ -226,7 +224,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     return 0
 
 
-async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]]) -> None:
+async def _serve(config: Config, prespawned: Prespawned) -> None:
     import anyio
 
     from mcp_patchbay.client_wire import stdio_streams
@@ -242,16 +240,9 @@ async def _serve(config: Config, prespawned: dict[str, subprocess.Popen[bytes]])
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
         async with stdio_streams(proxy.lane.offer) as (read_stream, write_stream, wire):
-            # Proxy.serve, with the proxy's own end in the middle: whatever ends the client's
-            # session ends the proxy, so the upstreams get the quick stop, not a restart's.
-            async with anyio.create_task_group() as serving:
-                await serving.start(proxy.run)
-                try:
-                    await proxy.serve_client(read_stream, write_stream, wire)
-                    logger.info("client closed the connection; stopping upstreams")
-                finally:
-                    shutdown()
-                    serving.cancel_scope.cancel()
+            # Whatever ends the client's session ends the proxy: the upstreams get the quick
+            # stop (shutdown), not a restart's.
+            await proxy.serve(read_stream, write_stream, wire, before_stop=shutdown)
         tg.cancel_scope.cancel()
 
 
@@ -381,7 +372,7 @@ def _print_exposure(exposure: dict[str, Any]) -> None:
         "search": "the client lists find_tools and call_tool",
     }[exposure["mode"]]
     if exposure["expose"] == "auto":
-        why += f" (expose \"auto\", search_threshold {exposure['threshold']})"
+        why += f' (expose "auto", search_threshold {exposure["threshold"]})'
     print(f"\nexposed as: {exposure['mode']} mode: {why}")
     for mode in ("all", "search"):
         cost = exposure[mode]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
 from typing import Any
 
@@ -55,6 +55,7 @@ from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
+from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
 from mcp_patchbay.upstream import State, Upstream
@@ -94,7 +95,7 @@ class Proxy:
         config: Config,
         *,
         connector: Connector | None = None,
-        prespawned: dict[str, subprocess.Popen[bytes]] | None = None,
+        prespawned: Prespawned | None = None,
     ) -> None:
         self.config = config
         self.settings = config.settings
@@ -109,7 +110,7 @@ class Proxy:
             client=self.channel,
             wait_for_client=self.channel.wait_for_client,
             connector=connector,
-            prespawned=prespawned or {},
+            prespawned=prespawned or Prespawned(),
         )
         self.supervisor.listeners.append(self._on_catalog_change)
         self.passthrough = Passthrough(self.supervisor, self._serving, self.status_snapshot)
@@ -159,13 +160,24 @@ class Proxy:
             tg.start_soon(self._send_changes)
             task_status.started()
 
-    async def serve(self, read_stream: Any, write_stream: Any, wire: Wire | None = None) -> None:
-        """Serve one client over the given streams until it goes away (with ``run`` beside)."""
+    async def serve(
+        self,
+        read_stream: Any,
+        write_stream: Any,
+        wire: Wire | None = None,
+        *,
+        before_stop: Callable[[], None] | None = None,
+    ) -> None:
+        """Serve one client over the given streams until it goes away (with ``run`` beside).
+        ``before_stop`` runs as serving ends, however it ends, before the upstreams are cancelled."""
         async with anyio.create_task_group() as tg:
             await tg.start(self.run)
             try:
                 await self.serve_client(read_stream, write_stream, wire)
+                logger.info("client closed the connection; stopping upstreams")
             finally:
+                if before_stop is not None:
+                    before_stop()
                 tg.cancel_scope.cancel()
 
     async def serve_client(self, read_stream: Any, write_stream: Any, wire: Wire | None = None) -> None:

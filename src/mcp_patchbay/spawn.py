@@ -231,8 +231,54 @@ def terminate_all() -> None:
             logger.debug("no permission to signal process group %d", pid)
 
 
+class SpawnEntry(Protocol):
+    """What ``prespawn`` and ``settle`` need of a config entry (``config.ServerEntry``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def spec(self) -> Any: ...
+
+
+class Prespawned:
+    r"""The processes started before the SDK was imported, by server name: the one owner of them.
+
+    Made by the CLI from ``early`` and ``prespawn``; an upstream's first connection ``take``\s
+    its own (``transports.stdio`` adopts it), and a process nobody takes is stopped: when its
+    entry is not started (``keep_only``), when its upstream stops before connecting
+    (``discard``), and, for the last word, everything still alive when serving ends (``stop_all``).
+    """
+
+    def __init__(self, processes: dict[str, subprocess.Popen[bytes]] | None = None) -> None:
+        self._waiting = dict(processes or {})
+        self._all = dict(self._waiting)
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def take(self, name: str) -> subprocess.Popen[bytes] | None:
+        """The process started for ``name``, once: the caller now owns it."""
+        return self._waiting.pop(name, None)
+
+    def discard(self, name: str) -> None:
+        process = self._waiting.pop(name, None)
+        if process is not None:
+            discard({name: process})
+
+    def keep_only(self, names: Iterable[str]) -> None:
+        """Stop the processes of entries that are not started (removed, disabled, invalid)."""
+        wanted = set(names)
+        discard({name: self._waiting.pop(name) for name in list(self._waiting) if name not in wanted})
+
+    def stop_all(self) -> None:
+        """The last word: every process started here, adopted or not, is stopped if still alive."""
+        self._waiting.clear()
+        discard(self._all)
+
+
 def prespawn(
-    entries: Iterable[object], started: dict[str, subprocess.Popen[bytes]] | None = None
+    entries: Iterable[SpawnEntry], started: dict[str, subprocess.Popen[bytes]] | None = None
 ) -> dict[str, subprocess.Popen[bytes]]:
     """Start every runnable stdio entry not in ``started`` yet; what cannot start is left to the normal path."""
     started = dict(started or {})
@@ -243,12 +289,12 @@ def prespawn(
     return started
 
 
-def _prespawn(entries: Iterable[object], started: dict[str, subprocess.Popen[bytes]]) -> None:
+def _prespawn(entries: Iterable[SpawnEntry], started: dict[str, subprocess.Popen[bytes]]) -> None:
     for entry in entries:
-        spec = getattr(entry, "spec", None)
-        if spec is None or getattr(spec, "transport", None) != "stdio" or spec.disabled:
+        spec = entry.spec
+        if spec is None or spec.transport != "stdio" or spec.disabled:
             continue
-        name: str = getattr(entry, "name", "")
+        name = entry.name
         if name in started:
             continue
         try:
@@ -337,23 +383,13 @@ def _start_early(entries: dict[str, object], started: dict[str, Early]) -> None:
         started[name] = Early(process, launch)
 
 
-class SpawnEntry(Protocol):
-    """What ``settle`` needs of a config entry (``config.ServerEntry``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def spec(self) -> Any: ...
-
-
 def settle(started: dict[str, Early], entries: Iterable[SpawnEntry]) -> dict[str, subprocess.Popen[bytes]]:
     """The processes ``early`` started that the validated config launches exactly; the others are stopped."""
     kept: dict[str, subprocess.Popen[bytes]] = {}
     for entry in entries:
         spec = entry.spec
         launched = started.get(entry.name)
-        if launched is None or spec is None or getattr(spec, "transport", None) != "stdio" or spec.disabled:
+        if launched is None or spec is None or spec.transport != "stdio" or spec.disabled:
             continue
         if spec.cwd is None and (spec.command, tuple(spec.args), tuple(sorted(spec.env.items()))) == launched.launched:
             kept[entry.name] = started.pop(entry.name).process

@@ -12,7 +12,6 @@ changed ones restart, unchanged ones are not touched.
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.naming import name_budget
-from mcp_patchbay.spawn import discard
+from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
 from mcp_patchbay.upstream import State, Upstream
@@ -43,7 +42,7 @@ class Supervisor:
     client: ClientChannel | None = None
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
-    prespawned: dict[str, subprocess.Popen[bytes]] = field(default_factory=lambda: dict[str, subprocess.Popen[bytes]]())
+    prespawned: Prespawned = field(default_factory=Prespawned)
     """Processes started before the SDK was imported (``spawn.prespawn``), by server name."""
 
     upstreams: dict[str, Upstream] = field(default_factory=lambda: dict[str, Upstream]())
@@ -73,7 +72,7 @@ class Supervisor:
             self._rebuild()
             for entry in self.config.servers:
                 self._start(entry)
-            discard(self.prespawned)  # entries that no longer exist, or are not started
+            self.prespawned.keep_only(self.upstreams)
             tg.start_soon(self._watch_first_attempts)
             task_status.started()
             await anyio.sleep_forever()
@@ -90,7 +89,7 @@ class Supervisor:
             client=self.client,
             wait_for_client=self.wait_for_client,
             connector=self.connector,
-            prespawned=self.prespawned.pop(entry.name, None),
+            prespawned=self.prespawned,
         )
         self.upstreams[entry.name] = upstream
         scope = anyio.CancelScope()

@@ -18,7 +18,6 @@ import enum
 import logging
 import math
 import random
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -52,7 +51,7 @@ from mcp_patchbay.policies import (
 )
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.sdk import send_raw
-from mcp_patchbay.spawn import discard
+from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.transports import Connector, Link, open_link
 from mcp_patchbay.transports.stdio import ProcessWatch, redact
 
@@ -84,8 +83,9 @@ class Upstream:
     """The channel back to the client, for what this upstream asks of it."""
     wait_for_client: Callable[[], Awaitable[None]] | None = None
     connector: Connector | None = None
-    prespawned: subprocess.Popen[bytes] | None = None
-    """A process ``spawn.prespawn`` started for the first connection; restarts spawn anew."""
+    prespawned: Prespawned | None = None
+    """Where the process started for this server before the SDK was imported waits (``spawn``):
+    the first connection takes it; restarts spawn anew."""
 
     state: State = State.STARTING
     listing: Listing = field(default_factory=Listing)
@@ -339,8 +339,7 @@ class Upstream:
 
     def stop(self) -> None:
         if self.prespawned is not None:  # removed before its first connection
-            discard({self.name: self.prespawned})
-            self.prespawned = None
+            self.prespawned.discard(self.name)
         self._stopping = True
         self.state = State.STOPPED
         self._lost.set()
@@ -432,7 +431,7 @@ class Upstream:
     def _open_link(self, spec: StdioSpec | RemoteSpec) -> AbstractAsyncContextManager[Link]:
         if self.connector is not None:
             return self.connector(self.name, spec)
-        adopt, self.prespawned = self.prespawned, None
+        adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
         return open_link(self.name, spec, self.settings.connect_timeout, adopt)
 
     async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:
