@@ -169,6 +169,13 @@ def test_domain_synonyms() -> None:
     assert names(index, "reply on the ticket")[0] == "tracker__add_issue_comment"
 
 
+def test_server_named_by_a_plural(index: ToolIndex) -> None:
+    memory = tool("memory", "search_nodes", "Search for nodes in the knowledge graph")
+    k8s = tool("kubernetes", "kubectl_get", "Get kubernetes resources")
+    both = ToolIndex.build([k8s, memory])
+    assert names(both, "look through my saved memories for kubernetes")[0] == "memory__search_nodes"
+
+
 def test_server_filter(index: ToolIndex) -> None:
     assert names(index, "create issue", server="gitlab") == ["gitlab__create_issue"]
     assert {n.split("__")[0] for n in names(index, "create", server="github", limit=20)} == {"github"}

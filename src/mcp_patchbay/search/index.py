@@ -23,8 +23,9 @@ Query groups
 
 Lexical score
     The sum of the groups' values; multiplied by ``SERVER_MENTION`` for the tools of a
-    server the query names (a query word, not a number, is a word of the server's name,
-    its whole name, or a prefix of one of at least ``MIN_PREFIX`` letters); divided by
+    server the query names (a query word, not a number, or its folded form is a word of the
+    server's name, folded or not, its whole name, or a prefix of one of at least
+    ``MIN_PREFIX`` letters: "my saved memories" names ``memory``); divided by
     the best such score of the query (0 to 1). The ``COVER_DEPTH`` best then get
     ``NAME_COVER`` times the share of their tool name's words (the server's own words
     left out, as in ``slack_post_message``) that the query has, a synonym counting at its
@@ -380,7 +381,8 @@ class ToolIndex:
             upstream.setdefault(normalize(tool.tool), []).append(number)
         self._server_docs = dict(server_docs)
         for server, numbers in server_docs.items():
-            for word in {*split_words(server), normalize(server)}:
+            words = split_words(server)
+            for word in {*words, *(fold(w) for w in words if not w.isdigit()), normalize(server)}:
                 self._server_word_docs.setdefault(word, []).extend(numbers)
         self._server_vocabulary = sorted(self._server_word_docs)
         for server in server_docs:
@@ -461,6 +463,7 @@ class ToolIndex:
             if word in STOP_WORDS or word.isdigit():
                 continue
             docs.update(self._server_word_docs.get(word, ()))
+            docs.update(self._server_word_docs.get(fold(word), ()))
             if len(word) >= MIN_PREFIX:
                 start = bisect.bisect_right(vocabulary, word)
                 while start < len(vocabulary) and vocabulary[start].startswith(word):
