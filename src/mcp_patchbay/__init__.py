@@ -1,28 +1,56 @@
 """mcp-patchbay: one MCP server in front of many.
 
-An MCP client launches the proxy over stdio; the proxy connects to the upstream
-servers named in its config and serves their tools, resources and prompts as one.
+An MCP client launches the proxy over stdio; the proxy connects to the upstream servers
+named in its config and serves their tools, resources and prompts as one.
 
-Which module owns what, in the order a tool call travels through them:
+The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
 
-- ``cli``: argument parsing, logging setup (stderr only), ``serve`` and ``check``.
-- ``config``: the JSON config file (``mcpServers`` / ``servers`` shapes), pydantic
-  validation, ``${VAR}`` expansion; a broken entry disables that entry only.
-- ``server``: the downstream edge. Handlers for the client's requests; the only place
-  where an exception becomes an ``isError`` result (or a JSON-RPC error).
-- ``naming``: exposed names (``server__tool``) and resolution of mistaken names,
-  with rapidfuzz suggestions. Pure: values in, values out.
-- ``catalog``: the merged view of every upstream's tools, resources and prompts. Pure.
-- ``arguments``: tool arguments checked against the tool's inputSchema. Pure.
-- ``policies``: the per-upstream chain around a call (deadline, circuit breaker,
-  concurrency limit, safe retries), each a ``Handler`` wrapping a ``Handler``.
-- ``upstream``: one upstream server: its transport, session, restarts and state.
-- ``supervisor``: all upstreams together: concurrent start, startup wait, change
-  notifications, config reload.
-- ``errors``: the proxy's exception tree and the one place foreign exceptions are
-  translated into it. ``status``: counts and recent errors per server and tool.
+    client ─stdio─> client_wire ─> lane (handshake-era tools/call, JSON values)  ─┐
+                               └─> the SDK's Server (everything else) ─> server ─┤
+                                                                                 v
+      server.Proxy.run_tool: catalog lookup ─> naming (mistaken names) ─> arguments
+        ─> upstream.chain = policies (breaker ─> deadline ─> bulkhead ─> retry)
+        ─> upstream.send_call ─> rawcalls (stdio: request line on the pipe, answer by id)
+                                 or sdk.send_raw (HTTP/SSE: the SDK's session, JSON values)
+        ─> results (size limit) ─> back the way it came; every failure an isError result
 
-Only ``upstream``, ``stdio``, ``supervisor``, ``server`` and ``cli`` do I/O.
+Modules, by what they own:
+
+- Entry and wiring: ``cli`` (arguments, logging, ``serve`` and ``check``), ``server``
+  (``Proxy``: the SDK's server, change notifications, the tool path and the one edge
+  where errors become results), ``supervisor`` (all upstreams: start, startup wait,
+  catalog rebuilds, reload), ``watch`` (config file changes, SIGHUP).
+- The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines),
+  ``lane`` (handshake-era ``tools/call`` past the SDK's server), ``client_channel``
+  (requests and notifications upstreams send back to the client), ``passthrough``
+  (resources, prompts, completion, logging level, roots), ``exposure`` (what the client
+  lists: every tool, or search mode's ``find_tools`` and ``call_tool``).
+- Pure cores, values in and out: ``config/`` (the file: models, loading, ``${VAR}``,
+  problem wording, self-reference), ``naming`` (exposed names and resolution),
+  ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``messages`` (what
+  the model is told of a name it got wrong), ``search/`` (the tool index and
+  ``find_tools``' answers), ``results`` (the size limit), ``errors`` (the error tree,
+  the one code table, the one translation of foreign exceptions), ``deadlines`` (a
+  call's deadline: bound, extended, paused), ``policies`` (breaker, deadline, bulkhead
+  and retry around a call), ``jsonrpc`` (framing and ids both lanes share), ``status``
+  (counts per server and tool).
+- The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
+  ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
+  transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and
+  SSE), ``rawcalls`` (the upstream lane), ``sdk`` (the one adapter over the SDK's private
+  attributes), ``spawn`` (processes started before the SDK import, their one owner, and
+  the watchdog that stops them if the proxy is killed).
+
+I/O happens only in ``cli``, ``watch``, ``client_wire``, ``lane``, ``server``,
+``client_channel``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
+``transports/``, ``rawcalls``, ``sdk`` and ``spawn``; ``config.loading`` reads the one file.
+
+The event loop: the proxy runs on asyncio, through anyio's asyncio backend. Most code
+is written against anyio (task groups, cancel scopes, memory streams), but the hot
+paths use asyncio directly where anyio has no equivalent or costs a thread hop:
+``client_wire`` and ``transports.stdio`` read and write event-loop pipes
+(``asyncio.StreamReader``), and ``rawcalls`` answers with ``asyncio.Future``\\s. The
+tests run on asyncio for the same reason.
 """
 
 __version__ = "0.1.0"
