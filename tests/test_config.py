@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import mcp_patchbay.config as config_package
 from mcp_patchbay.config import (
     IGNORED_ENTRY_KEYS,
     Config,
@@ -20,9 +23,11 @@ from mcp_patchbay.config import (
     Settings,
     StdioSpec,
     ToolFilter,
+    keys,
     load_config,
     parse_config,
 )
+from mcp_patchbay.config.models import SpecBase
 
 CFG = Path("/etc/patchbay/patchbay.json")
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -866,3 +871,25 @@ def test_os_environ_is_not_modified() -> None:
     before = dict(os.environ)
     parse_config('{"mcpServers": {"a": {"command": "${NOPE_NOT_SET}"}}}', CFG)
     assert dict(os.environ) == before
+
+
+# --- the package ---------------------------------------------------------------------------
+
+
+def test_the_key_names_are_the_models_fields() -> None:
+    assert set(keys.COMMON_ENTRY_KEYS) == set(SpecBase.model_fields)
+    assert set(keys.STDIO_ENTRY_KEYS) == set(StdioSpec.model_fields) - {"transport"}
+    assert set(keys.REMOTE_ENTRY_KEYS) == set(RemoteSpec.model_fields) - {"transport"}
+    assert keys.IGNORED_ENTRY_KEYS is IGNORED_ENTRY_KEYS
+
+
+def test_the_key_names_import_without_pydantic() -> None:
+    code = "import sys, mcp_patchbay.config.keys; assert 'pydantic' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_every_public_name_resolves() -> None:
+    assert all(getattr(config_package, name) is not None for name in config_package.__all__)
+    assert set(config_package.__all__) <= set(dir(config_package))
+    with pytest.raises(AttributeError):
+        _ = config_package.no_such_name  # pyright: ignore[reportAttributeAccessIssue]
