@@ -263,7 +263,8 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
 
 def _warn_unfit_name(config: Config) -> None:
     """Serving under a registered name too long for any exposed name to fit: say so once."""
-    from mcp_patchbay.naming import CLIENT_LIMITS, MIN_MAX_LENGTH
+    from mcp_patchbay.client_limits import CLIENT_LIMITS
+    from mcp_patchbay.naming import MIN_MAX_LENGTH
 
     name = config.settings.registered_as
     if name is None:
@@ -281,7 +282,7 @@ def _warn_unfit_name(config: Config) -> None:
 
 def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, Any]]:
     """The exposed names some known client cannot take whole (``naming.over_limits``), as rows."""
-    from mcp_patchbay.naming import over_limits
+    from mcp_patchbay.client_limits import over_limits
 
     return [
         {

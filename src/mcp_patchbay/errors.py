@@ -19,6 +19,9 @@ the upstream rebuilds its session on ``SessionExpired``, the circuit breaker cou
 Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
 ExceptionGroups from transports) are translated in one place, ``translate``. The
 downstream edge turns an error into a result exactly once, with ``to_result``.
+
+One module on purpose, though past 450 lines: the tree, the table of what each code
+means, and the translation into them are read together when a failure is added.
 """
 
 from __future__ import annotations

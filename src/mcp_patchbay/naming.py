@@ -1,6 +1,8 @@
 """Exposed names for upstream items, and the resolution of names a client got wrong.
 
 Pure: values in, values out. No I/O, no awaits, no logging.
+One module on purpose, though past 450 lines: building names and resolving them are two
+halves of one contract (every rule of one is an assumption of the other), stated once below.
 
 Building names (``build_names``)
     An upstream item (a tool or a prompt) of server ``S`` named ``T`` is exposed as
@@ -69,14 +71,11 @@ from rapidfuzz import fuzz, process
 __all__ = [
     "NAME_CHARS",
     "SUGGEST_CUTOFF",
-    "ClientLimit",
     "NameEntry",
     "Resolution",
     "Resolver",
     "build_names",
-    "name_budget",
     "normalize",
-    "over_limits",
     "sanitize",
 ]
 
@@ -115,66 +114,6 @@ def sanitize(name: str) -> str:
 def normalize(name: str) -> str:
     """Lowercase and drop ``_ - . / :`` and spaces: the key of the "normalized" rule."""
     return name.translate(_NORM_DROP).lower()
-
-
-# --- what clients make of an exposed name ---------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ClientLimit:
-    """How a client turns the name it registered the proxy under and an exposed name into the
-    name it sends to its model, and the longest such name that works."""
-
-    client: str
-    form: str
-    """``{server}`` is the registered name, ``{tool}`` the exposed name."""
-    limit: int
-    consequence: str
-
-    def length(self, registered_as: str, exposed: str) -> int:
-        return len(self.form.format(server=registered_as, tool=exposed))
-
-
-CLIENT_LIMITS: tuple[ClientLimit, ...] = (
-    ClientLimit("Claude Code", "mcp__{server}__{tool}", 64, "the model API refuses every request"),
-    ClientLimit("Cursor", "{server}{tool}", 60, "Cursor caps server name plus tool name at 60"),
-    ClientLimit("Gemini CLI", "mcp_{server}_{tool}", 63, "Gemini CLI cuts the name in the middle"),
-)
-"""The clients whose limits are known (November 2026): the strictest sets the budget."""
-
-
-def name_budget(max_length: int, registered_as: str | None) -> int:
-    """The longest exposed name: ``max_length``, shortened so that every client in
-    ``CLIENT_LIMITS`` takes the names of a proxy registered as ``registered_as``; never
-    below ``MIN_MAX_LENGTH`` (a name that long cannot fit; ``over_limits`` says so)."""
-    if registered_as is None:
-        return max_length
-    room = min(c.limit - c.length(registered_as, "") for c in CLIENT_LIMITS)
-    return max(MIN_MAX_LENGTH, min(max_length, room))
-
-
-@dataclass(frozen=True, slots=True)
-class OverLimit:
-    """An exposed name too long for a client once the client has prefixed it."""
-
-    exposed: str
-    client: str
-    sent: str
-    length: int
-    limit: int
-    consequence: str
-
-
-def over_limits(names: Iterable[str], registered_as: str) -> list[OverLimit]:
-    """Every (name, client) pair where the name the client sends is over the client's limit."""
-    found: list[OverLimit] = []
-    for name in names:
-        for client in CLIENT_LIMITS:
-            length = client.length(registered_as, name)
-            if length > client.limit:
-                sent = client.form.format(server=registered_as, tool=name)
-                found.append(OverLimit(name, client.client, sent, length, client.limit, client.consequence))
-    return found
 
 
 def _check_separator(separator: str) -> None:

@@ -8,6 +8,11 @@ requests that have no result form (prompts, resources) and for unknown tools whe
 
 What upstreams ask of the client (sampling, elicitation, roots, notifications) goes
 through ``client_channel``; the client's stdio wire is ``client_wire``.
+Non-tool requests are ``passthrough``'s; what the client lists is ``exposure``'s.
+
+One module on purpose, though past 450 lines: the tool path (``run_tool``, ``_fail``) and
+the change notifications both answer "what has this client been served", and the edge
+where errors become results must stay the only one.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ import anyio.abc
 from mcp_patchbay import arguments
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
+from mcp_patchbay.client_limits import name_budget
 from mcp_patchbay.config import Config, ServerEntry
-from mcp_patchbay.naming import name_budget
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector

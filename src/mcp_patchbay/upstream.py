@@ -10,6 +10,12 @@ clients included) is caught here, so one upstream can never take down another.
 
 Tool calls go through ``chain``, the policies of ``policies.build_chain`` around
 ``send_call``, built once.
+
+One module on purpose, though past 450 lines: the connection's life and the call path
+share one invariant (``_ready`` is set exactly while there is a session, and a failure
+seen by a call ends only the connection it was sent on), which must be read in one place.
+What is separable lives apart: the links (``transports``), reading lists (``listing``),
+the way back to the client (``client_channel``).
 """
 
 from __future__ import annotations
