@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS, STDIO_ENTRY_KEYS
+
 logger = logging.getLogger("mcp_patchbay.spawn")
 
 
@@ -306,10 +308,7 @@ def _prespawn(entries: Iterable[SpawnEntry], started: dict[str, subprocess.Popen
 EARLY_MARK = "MCP_PATCHBAY_EARLY"
 """Set in the environment of a process ``early`` started; a patchbay seeing it starts nothing early."""
 
-EARLY_KEYS = frozenset(
-    {"command", "args", "env", "type", "disabled", "timeout", "tool_timeouts", "tools", "max_concurrency"}
-    | {"description", "autoApprove", "alwaysAllow", "icon"}
-)
+EARLY_KEYS = (STDIO_ENTRY_KEYS - {"cwd"}) | {"type"} | IGNORED_ENTRY_KEYS
 """The entry keys ``early`` knows (a subset of what the config accepts); an entry with another is left alone."""
 
 Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
