@@ -120,8 +120,10 @@ class Exposure:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.names = OwnTools.for_separator(settings.separator)
-        self._built_for: tuple[int, tuple[tuple[str, str | None], ...]] | None = None
+        self._built_for: Catalog | None = None
+        self._described: tuple[tuple[str, str | None], ...] = ()
         self._index: ToolIndex | None = None
+        self._tools: list[IndexedTool] = []
         self._find_tools: types.Tool | None = None
 
     def search_mode(self, catalog: Catalog) -> bool:
@@ -139,23 +141,28 @@ class Exposure:
         return [self._find_tools, call_tool_definition(self.names), *kept]
 
     def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
+        """The search index of this catalog, built at its first search (a catalog changes many
+        times while servers start; only the listing is needed for each of those)."""
         self._build(catalog, servers)
-        assert self._index is not None
+        if self._index is None:
+            from mcp_patchbay.search import ToolIndex
+
+            self._index = ToolIndex.build(self._tools)
         return self._index
 
     def _build(self, catalog: Catalog, servers: Mapping[str, str | None]) -> None:
-        key = (id(catalog), tuple(servers.items()))
-        if key == self._built_for:
-            return
-        from mcp_patchbay.search import ToolIndex, find_tools_description
+        described = tuple(servers.items())
+        if self._built_for is catalog and self._described == described:
+            return  # the catalog object itself is kept: an id() could be reused by a later one
+        from mcp_patchbay.search import find_tools_description
 
-        tools = indexed_tools(catalog, servers)
-        self._index = ToolIndex.build(tools)
+        self._tools = indexed_tools(catalog, servers)
+        self._index = None
         description = find_tools_description(
-            self._index.tools, servers=servers, find_tools=self.names.find_tools, call_tool=self.names.call_tool
+            self._tools, servers=servers, find_tools=self.names.find_tools, call_tool=self.names.call_tool
         )
         self._find_tools = find_tools_definition(self.names, description)
-        self._built_for = key
+        self._built_for, self._described = catalog, described
 
 
 def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[IndexedTool]:
