@@ -445,8 +445,8 @@ async def test_sigterm_stops_the_proxy_and_every_process_it_started(tmp_path: Pa
                 assert any(pid == grandchild for pid, _ in children)
                 assert len(children) >= 4, children  # node, two fault servers, the grandchild
                 process.send_signal(signal.SIGTERM)
-                # The stubborn server ignores both stdin's end and SIGTERM: it takes the full
-                # escalation (2 s grace, SIGTERM, 2 s, SIGKILL).
+                # The stubborn server ignores both stdin's end and SIGTERM: on the proxy's own
+                # stop it gets SIGTERM with the end of its stdin, then SIGKILL 0.5 s later.
                 await wait_gone(children, timeout=15)
                 with anyio.move_on_after(10):
                     await process.wait()
@@ -521,3 +521,40 @@ async def test_mcp_inspector_cli_drives_the_proxy(tmp_path: Path) -> None:
         assert result["structuredContent"]["error"]["suggestions"][0] == "everything__get-sum"
     else:
         assert result["content"][0]["text"] == "The sum of 2 and 3 is 5."
+
+
+# --- search mode, as a client that refuses unlisted names uses it --------------------------------
+
+
+async def test_search_mode_over_stdio_finds_and_calls_real_tools(tmp_path: Path) -> None:
+    servers = {key: value for key, value in good_servers(tmp_path).items() if key in ("everything", "time", "memory")}
+    servers["missing"] = broken_servers()["missing"]
+    config = write_config(tmp_path, servers, expose="search")
+    command = proxy_command(config, tmp_path / "p.log")
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy", cache=None) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+            assert listed == ["patchbay__find_tools", "patchbay__call_tool"]
+            found = await client.call_tool("patchbay__find_tools", {"query": "add two numbers together"})
+            assert found.structured_content is not None
+            top = [t["name"] for t in found.structured_content["tools"]]
+            assert "everything__get-sum" in top[:3], top
+            assert len(result_text(found)) < 10_000
+            summed = await client.call_tool(
+                "patchbay__call_tool", {"name": "everything__get-sum", "arguments": {"a": 3, "b": 4}}
+            )
+            assert result_text(summed) == "The sum of 3 and 4 is 7."
+            mistaken = await client.call_tool(
+                "patchbay__call_tool", {"name": "Everything.get_sum", "arguments": {"a": 1, "b": 1}}
+            )
+            assert result_text(mistaken) == "The sum of 1 and 1 is 2."
+            broken = await client.call_tool("patchbay__call_tool", {"name": "missing__anything", "arguments": {}})
+            assert error_info(broken)["code"] == "SERVER_UNAVAILABLE"
+            assert_clean_model_text(broken)
+            entity = await client.call_tool("patchbay__find_tools", {"query": "remember a new entity in the graph"})
+            assert entity.structured_content is not None
+            assert entity.structured_content["tools"][0]["server"] == "memory"
+            pid = proxy_pid(config)
+            children = tree(pid)
+    await wait_gone([(pid, None), *children], timeout=15)
