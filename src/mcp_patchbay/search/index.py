@@ -72,6 +72,7 @@ import bisect
 import heapq
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -204,6 +205,8 @@ def clamp_limit(limit: int | None) -> int:
 
 def as_mapping(value: object) -> Mapping[str, Any] | None:
     """``value`` as a JSON object, or None: schemas come from upstreams and may be anything."""
+    if type(value) is dict:  # the common case, without the ABC check
+        return cast("Mapping[str, Any]", value)
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
 
 
@@ -232,16 +235,23 @@ def _param_fields(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def _fields(tool: IndexedTool) -> dict[str, list[str]]:
+def _fields(
+    tool: IndexedTool, shared: dict[tuple[str, str | None], tuple[list[str], list[str]]]
+) -> dict[str, list[str]]:
+    """A tool's fields' terms. ``shared`` caches the server's fields, the same for all its tools."""
     param_names, param_texts = _param_fields(tool.input_schema)
+    key = (tool.server, tool.server_instructions)
+    server = shared.get(key)
+    if server is None:
+        server = shared[key] = (terms(tool.server), terms((tool.server_instructions or "")[:FIELD_CHARS]))
     return {
         "name": terms(tool.tool),
         "title": terms((tool.title or "")[:FIELD_CHARS]),
         "description": terms(tool.description[:FIELD_CHARS]),
         "params": terms(" ".join(param_names)[:FIELD_CHARS]),
         "param_text": terms(" ".join(param_texts)[:FIELD_CHARS]),
-        "server": terms(tool.server),
-        "instructions": terms((tool.server_instructions or "")[:FIELD_CHARS]),
+        "server": server[0],
+        "instructions": server[1],
     }
 
 
@@ -340,9 +350,10 @@ class ToolIndex:
         return list(self._server_docs)
 
     def _build(self) -> None:
-        docs = [_fields(tool) for tool in self.tools]
+        shared: dict[tuple[str, str | None], tuple[list[str], list[str]]] = {}
+        docs = [_fields(tool, shared) for tool in self.tools]
         for tool, doc in zip(self.tools, docs, strict=True):
-            own = set(terms(tool.server))
+            own = set(doc["server"])
             self._name_words.append(frozenset(w for w in doc["name"] if w not in own) or frozenset(doc["name"]))
             verbs = [VERB_CLASS[w] for w in doc["name"] if w not in own and w in VERB_CLASS]
             self._verbs.append(verbs[0] if verbs else None)
@@ -357,13 +368,18 @@ class ToolIndex:
                     continue
                 weight, b = FIELDS[name]
                 norm = weight / (1.0 - b + b * len(words) / avg[name])
-                for word in words:
-                    pseudo[word] = pseudo.get(word, 0.0) + norm
+                for word, tf in Counter(words).items():
+                    pseudo[word] = pseudo.get(word, 0.0) + norm * tf
             for word, f in pseudo.items():
-                per_term.setdefault(word, {})[number] = f * (K1 + 1.0) / (f + K1)
+                posting = per_term.get(word)
+                if posting is None:
+                    per_term[word] = {number: f}
+                else:
+                    posting[number] = f
+        k1 = K1
         for word, postings in per_term.items():
-            idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
-            self._postings[word] = {doc: idf * v for doc, v in postings.items()}
+            idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5)) * (k1 + 1.0)
+            self._postings[word] = {doc: idf * f / (f + k1) for doc, f in postings.items()}
             if len(postings) > ADMIT_CAP:
                 posting = self._postings[word]
                 head = heapq.nlargest(ADMIT_CAP, posting, key=posting.__getitem__)
