@@ -155,6 +155,28 @@ class MemoryUpstreams:
                     tg.cancel_scope.cancel()
 
 
+class GatedUpstreams(MemoryUpstreams):
+    """Upstreams whose connection waits for ``gates[name]``: a server still starting."""
+
+    def __init__(self, servers: dict[str, Server[Any]], gates: dict[str, anyio.Event]) -> None:
+        super().__init__(servers)
+        self.gates = gates
+
+    def __call__(self, name: str, spec: StdioSpec | RemoteSpec) -> Any:
+        inner = super().__call__(name, spec)
+        gate = self.gates.get(name)
+        if gate is None:
+            return inner
+
+        @asynccontextmanager
+        async def delayed() -> AsyncIterator[Link]:
+            await gate.wait()
+            async with inner as link:
+                yield link
+
+        return delayed()
+
+
 @asynccontextmanager
 async def running_proxy(config: Config, upstreams: MemoryUpstreams) -> AsyncIterator[Proxy]:
     proxy = Proxy(config, connector=upstreams)

@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.harness import (
     FakeTool,
+    GatedUpstreams,
     MemoryUpstreams,
     config_from,
     connected,
@@ -370,23 +371,10 @@ async def test_late_upstream_triggers_tools_list_changed() -> None:
 
     gate = anyio.Event()
 
-    class Late(MemoryUpstreams):
-        def __call__(self, name: str, spec: Any) -> Any:
-            inner = super().__call__(name, spec)
-            if name != "late":
-                return inner
-            from contextlib import asynccontextmanager
-
-            @asynccontextmanager
-            async def delayed() -> Any:
-                await gate.wait()
-                async with inner as link:
-                    yield link
-
-            return delayed()
-
     config = config_from({"math": {"command": "x"}, "late": {"command": "x"}}, {"startup_wait": 0.2})
-    async with connected(config, Late({"math": _math(), "late": _text()}), message_handler=on_message) as (_, client):
+    async with connected(
+        config, GatedUpstreams({"math": _math(), "late": _text()}, {"late": gate}), message_handler=on_message
+    ) as (_, client):
         first = {t.name for t in (await client.list_tools()).tools}
         assert "text__upper" not in first and "late__upper" not in first
         gate.set()

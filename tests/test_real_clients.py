@@ -6,7 +6,6 @@ a real SDK client or raw JSON-RPC messages where the exact bytes matter.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -22,6 +21,7 @@ from mcp_patchbay.errors import Code, translate
 from mcp_patchbay.transports.http import HttpStatuses
 from tests.harness import (
     FakeTool,
+    GatedUpstreams,
     MemoryUpstreams,
     config_from,
     connected,
@@ -48,28 +48,6 @@ def _rich(name: str) -> Any:
     )
 
 
-class _Gated(MemoryUpstreams):
-    """Upstreams whose connection waits for ``gates[name]`` (a server still starting)."""
-
-    def __init__(self, servers: dict[str, Any], gates: dict[str, anyio.Event]) -> None:
-        super().__init__(servers)
-        self.gates = gates
-
-    def __call__(self, name: str, spec: Any) -> Any:
-        inner = super().__call__(name, spec)
-        gate = self.gates.get(name)
-        if gate is None:
-            return inner
-
-        @asynccontextmanager
-        async def delayed() -> Any:
-            await gate.wait()
-            async with inner as link:
-                yield link
-
-        return delayed()
-
-
 # --- 2. list_changed nobody needed (Gemini CLI registered every prompt twice) ------------
 
 
@@ -85,7 +63,9 @@ async def test_list_changed_is_not_sent_for_lists_the_client_already_has() -> No
                 tools_changed.set()
 
     late_gate = anyio.Event()
-    upstreams = _Gated({"a": _rich("a"), "b": _rich("b"), "late": make_server("late", {"x": FakeTool(_ok)})}, {})
+    upstreams = GatedUpstreams(
+        {"a": _rich("a"), "b": _rich("b"), "late": make_server("late", {"x": FakeTool(_ok)})}, {}
+    )
     upstreams.gates["late"] = late_gate
     config = config_from(
         {"a": {"command": "x"}, "b": {"command": "x"}, "late": {"command": "x"}}, {"startup_wait": 0.3}
@@ -123,7 +103,7 @@ async def test_list_changed_not_sent_before_the_client_listed() -> None:
             notices.append(message)
 
     gate = anyio.Event()
-    upstreams = _Gated({"a": _rich("a"), "late": _rich("late")}, {"late": gate})
+    upstreams = GatedUpstreams({"a": _rich("a"), "late": _rich("late")}, {"late": gate})
     config = config_from({"a": {"command": "x"}, "late": {"command": "x"}}, {"startup_wait": 0.2})
     async with connected(config, upstreams, message_handler=on_message) as (proxy, client):
         gate.set()

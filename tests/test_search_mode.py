@@ -13,6 +13,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_patchbay.search import OUTPUT_SCHEMA
 from tests.harness import (
     FakeTool,
+    GatedUpstreams,
     MemoryUpstreams,
     config_from,
     connected,
@@ -212,23 +213,11 @@ async def test_call_tool_forwards_progress_and_meta() -> None:
 async def test_find_tools_waits_for_servers_still_starting() -> None:
     gate = anyio.Event()
 
-    class Gated(MemoryUpstreams):
-        def __call__(self, name: str, spec: Any) -> Any:
-            inner = super().__call__(name, spec)
-            if name != "files":
-                return inner
-            from contextlib import asynccontextmanager
-
-            @asynccontextmanager
-            async def delayed() -> Any:
-                await gate.wait()
-                async with inner as link:
-                    yield link
-
-            return delayed()
-
     config = _config({"startup_wait": 10})
-    async with connected(config, Gated({"github": _github(), "files": _files()})) as (_, client):
+    async with connected(config, GatedUpstreams({"github": _github(), "files": _files()}, {"files": gate})) as (
+        _,
+        client,
+    ):
         async with anyio.create_task_group() as tg:
             results: list[types.CallToolResult] = []
 
