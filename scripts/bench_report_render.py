@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from bench_common import ROOT, fastmcp_command, proxy_command
 from bench_report_findings import statements
+from doc_sections import carry_over
 
 TEMPLATE = Path(__file__).with_name("bench_report_template.md")
 VARIANT_ORDER = ("sdk-stdio", "no-otel")
@@ -374,5 +375,6 @@ def render(r: dict[str, Any], command: str, template: Path = TEMPLATE) -> str:
 
 
 def write_doc(r: dict[str, Any], path: Path, command: str) -> None:
+    """Write the document; the sections other benchmarks own (``doc_sections``) are kept."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(r, command), encoding="utf-8")
+    path.write_text(carry_over(path, render(r, command)), encoding="utf-8")
