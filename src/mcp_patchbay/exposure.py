@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import anyio
+import anyio.to_thread
 import mcp_types as types
 
 from mcp_patchbay.catalog import Catalog
@@ -125,6 +127,7 @@ class Exposure:
         self._index: ToolIndex | None = None
         self._tools: list[IndexedTool] = []
         self._find_tools: types.Tool | None = None
+        self._building = anyio.Lock()
 
     def search_mode(self, catalog: Catalog) -> bool:
         return search_mode(self.settings, len(catalog.tools))
@@ -140,14 +143,27 @@ class Exposure:
         kept = [tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed]
         return [self._find_tools, call_tool_definition(self.names), *kept]
 
-    def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
-        """The search index of this catalog, built at its first search (a catalog changes many
-        times while servers start; only the listing is needed for each of those)."""
-        self._build(catalog, servers)
-        if self._index is None:
-            from mcp_patchbay.search import ToolIndex
+    async def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
+        """The search index of this catalog, built once, in a worker thread (a few hundred ms
+        for thousands of tools), at the first search or by ``warm`` after startup. A catalog
+        changes many times while servers start; only the listing is needed for each of those."""
+        async with self._building:
+            self._build(catalog, servers)
+            if self._index is None:
+                from mcp_patchbay.search import ToolIndex
 
-            self._index = ToolIndex.build(self._tools)
+                described = self._built_for
+                index = await anyio.to_thread.run_sync(ToolIndex.build, self._tools)
+                if self._built_for is not described:  # the catalog changed meanwhile: build again
+                    return await self._rebuilt(catalog, servers)
+                self._index = index
+            return self._index
+
+    async def _rebuilt(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
+        from mcp_patchbay.search import ToolIndex
+
+        self._build(catalog, servers)
+        self._index = self._index or ToolIndex.build(self._tools)
         return self._index
 
     def _build(self, catalog: Catalog, servers: Mapping[str, str | None]) -> None:

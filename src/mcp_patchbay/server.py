@@ -163,6 +163,7 @@ class Proxy:
             self.passthrough.tg = tg
             await tg.start(self.supervisor.run)
             tg.start_soon(self._send_changes)
+            tg.start_soon(self._warm_index)
             task_status.started()
 
     async def serve(
@@ -314,7 +315,7 @@ class Proxy:
                     return self._status_result()
                 own = self.exposure.names
                 if called == own.find_tools:
-                    return self._find_tools(arguments)
+                    return await self._find_tools(arguments)
                 if called == own.call_tool:
                     name, target_arguments = call_request(arguments, own)
                     if name in (own.find_tools, own.call_tool):
@@ -368,10 +369,16 @@ class Proxy:
             )
             return self._fail(error, called, target, server, started)
 
-    def _find_tools(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    async def _warm_index(self) -> None:
+        """In search mode, build the index once startup is done, so the first search need not."""
+        await self.supervisor.wait_startup()
+        if self.exposure.search_mode(self.supervisor.catalog):
+            await self.exposure.index(self.supervisor.catalog, self._servers())
+
+    async def _find_tools(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Search mode's ``find_tools`` (after startup, as ``tools/list``)."""
         request = find_request(arguments)
-        index = self.exposure.index(self.supervisor.catalog, self._servers())
+        index = await self.exposure.index(self.supervisor.catalog, self._servers())
         notes = unavailable_notes(request.query, self.supervisor.upstreams.values())
         return find_result(index, request, notes, self.exposure.names)
 
