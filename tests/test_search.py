@@ -24,7 +24,7 @@ from mcp_patchbay.search import (
     render_answer,
     server_summary,
 )
-from mcp_patchbay.search.text import fold, split_words, terms
+from mcp_patchbay.search.text import expand_phrases, fold, split_words, terms
 
 
 def obj(**props: str) -> dict[str, Any]:
@@ -167,6 +167,16 @@ def test_domain_synonyms() -> None:
     )
     assert names(index, "load the staging site")[0] == "web__browser_navigate"
     assert names(index, "reply on the ticket")[0] == "tracker__add_issue_comment"
+
+
+def test_phrases_expand_queries() -> None:
+    assert expand_phrases("please look up the weather") == "please look up the weather lookup search"
+    assert expand_phrases("list files") == "list files"
+    index = ToolIndex.build(
+        [tool("auth", "login", "Authenticate the session"), tool("auth", "get_profile", "Get the signed user")]
+    )
+    assert names(index, "sign in to the site")[0] == "auth__login"
+    assert names(index, "log in")[0] == "auth__login"  # a name-like query is still compared as given
 
 
 def test_server_named_by_a_plural(index: ToolIndex) -> None:

@@ -15,7 +15,10 @@ Fields and weights (BM25F)
     (name 2-4, server 3-5, description 1.5, k1 2-8) did no better.
 
 Query groups
-    One group per distinct query term (``text.terms``): the term itself at weight 1, its
+    The words of two-word phrases the query has (``text.PHRASES``: "look up", "set up",
+    "sign in", "merge request") are added to it (measured: +0.4/+0.8 top-1/top-5 on
+    holdout, tune unchanged). One group per distinct query term (``text.terms``): the
+    term itself at weight 1, its
     synonyms (``text.SYNONYMS``) at ``SYNONYM_WEIGHT``, and, for a term of at least
     ``MIN_PREFIX`` letters, up to ``PREFIX_MAX`` index words it begins at ``PREFIX_WEIGHT``
     ("mongo" finds "mongodb"). A group gives a tool the best of its members' weighted
@@ -80,7 +83,16 @@ from typing import Any, Protocol, cast
 from rapidfuzz import fuzz, process
 
 from mcp_patchbay.naming import normalize
-from mcp_patchbay.search.text import STOP_WORDS, SYNONYM_WEIGHT, SYNONYMS, VERB_CLASS, fold, split_words, terms
+from mcp_patchbay.search.text import (
+    STOP_WORDS,
+    SYNONYM_WEIGHT,
+    SYNONYMS,
+    VERB_CLASS,
+    expand_phrases,
+    fold,
+    split_words,
+    terms,
+)
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -535,12 +547,13 @@ class ToolIndex:
         if allowed is not None and not allowed:
             return []
         mentioned = self._mentioned_servers(query)
+        raw, query = query, expand_phrases(query)
         members = self._members(query)
         lexical = self._lexical(members, allowed)
         for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
             if doc in lexical and doc in mentioned:
                 lexical[doc] *= SERVER_MENTION
-        names = self._names(query, allowed)
+        names = self._names(raw, allowed)
         # Only the COVER_DEPTH lexical best (more than MAX_LIMIT) and name matches can rank.
         depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
         top_lexical = lexical[depth[0]] if depth else 1.0

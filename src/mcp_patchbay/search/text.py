@@ -28,6 +28,8 @@ Pure and dependency-free. The rules (stated once here, relied on by ``index``):
   they gave +0.7/+1.8 top-1/top-5 on tune and +1.5/+3.1 on holdout; a second, broader
   batch (cloud, CI, commerce, media, auth, trackers: most of its words are in no bench
   tool) +0.7/+0.3 on tune and +0.4/-0.4 on holdout, kept for the servers the bench lacks.
+- ``PHRASES``: two-word phrases a request uses for one idea ("look up", "set up", "sign in",
+  "merge request", "sea level"); ``expand_phrases`` appends their meaning to a query.
 - ``VERB_CLASS``: what a verb does to data (read, create, update, delete, send, run), for
   the index's verb agreement between a query and a tool's name.
 """
@@ -35,8 +37,9 @@ Pure and dependency-free. The rules (stated once here, relied on by ``index``):
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
-__all__ = ["STOP_WORDS", "SYNONYMS", "SYNONYM_WEIGHT", "fold", "split_words", "terms"]
+__all__ = ["PHRASES", "STOP_WORDS", "SYNONYMS", "SYNONYM_WEIGHT", "expand_phrases", "fold", "split_words", "terms"]
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 """One word: an upper-case run before a capitalised word, a (capitalised) lower-case run, an
@@ -343,6 +346,47 @@ _GROUPS: tuple[tuple[str, ...], ...] = (
     ("wiki", "confluence", "kb"),
     ("crm", "hubspot", "salesforce"),
 )
+
+
+PHRASES: dict[tuple[str, str], str] = {
+    ("look", "up"): "lookup search",
+    ("set", "up"): "create",
+    ("spin", "up"): "create start",
+    ("sign", "in"): "login",
+    ("log", "in"): "login",
+    ("sign", "up"): "register",
+    ("log", "out"): "logout",
+    ("sign", "out"): "logout",
+    ("merge", "request"): "pull request",
+    ("sea", "level"): "elevation",
+    ("time", "zone"): "timezone",
+    ("web", "page"): "webpage",
+    ("to", "do"): "todo",
+    ("check", "out"): "checkout",
+    ("clean", "up"): "cleanup",
+    ("shut", "down"): "stop",
+    ("tear", "down"): "delete",
+    ("write", "down"): "save",
+    ("jot", "down"): "save",
+    ("note", "down"): "save",
+    ("find", "out"): "get",
+    ("go", "back"): "back",
+    ("back", "up"): "backup",
+    ("roll", "back"): "rollback",
+    ("close", "out"): "close",
+    ("fill", "in"): "fill",
+    ("fill", "out"): "fill",
+    ("pull", "up"): "get",
+    ("figure", "out"): "get",
+}
+"""Two-word phrases (adjacent query words) -> the words they mean; added to the query."""
+
+
+def expand_phrases(text: str) -> str:
+    """``text`` with the words of the ``PHRASES`` it has appended."""
+    words = split_words(text)
+    extra = [PHRASES[pair] for pair in pairwise(words) if pair in PHRASES]
+    return f"{text} {' '.join(extra)}" if extra else text
 
 
 def _fold_raw(word: str) -> str:
