@@ -179,6 +179,18 @@ def test_phrases_expand_queries() -> None:
     assert names(index, "log in")[0] == "auth__login"  # a name-like query is still compared as given
 
 
+def test_compound_spellings() -> None:
+    index = ToolIndex.build(
+        [
+            tool("fs", "directory_tree", "Show the filesystem tree"),
+            tool("web", "map_site", "Map every url of a site"),
+            tool("web", "get_page", "Get one page"),
+        ]
+    )
+    assert names(index, "show the file system layout")[0] == "fs__directory_tree"
+    assert names(index, "make a sitemap")[0] == "web__map_site"
+
+
 def test_server_named_by_a_plural(index: ToolIndex) -> None:
     memory = tool("memory", "search_nodes", "Search for nodes in the knowledge graph")
     k8s = tool("kubernetes", "kubectl_get", "Get kubernetes resources")
