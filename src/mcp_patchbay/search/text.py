@@ -31,7 +31,9 @@ Pure and dependency-free. The rules (stated once here, relied on by ``index``):
 - ``PHRASES``: two-word phrases a request uses for one idea ("look up", "set up", "sign in",
   "merge request", "sea level"); ``expand_phrases`` appends their meaning to a query.
 - ``VERB_CLASS``: what a verb does to data (read, create, update, delete, send, run), for
-  the index's verb agreement between a query and a tool's name.
+  the index's verb agreement between a query and a tool's name. The verbs of the domain groups are in
+  it too (give and grab read; mark, move and rewrite update; tell and announce send):
+  +0/+0.4 top-1/top-5 on tune, +0.8/+0.8 on holdout.
 """
 
 from __future__ import annotations
@@ -431,12 +433,15 @@ _VERB_CLASSES: dict[str, tuple[str, ...]] = {
     "read": (
         "get", "fetch", "read", "retrieve", "list", "show", "view", "search", "find", "query", "describe",
         "check", "lookup", "look", "see", "browse", "display", "download", "export", "inspect", "count",
-        "what", "which", "who", "how", "is", "are", "does", "any",
+        "what", "which", "who", "how", "is", "are", "does", "any", "give", "grab",
     ),
     "create": ("create", "add", "new", "make", "insert", "generate", "upload", "register"),
-    "update": ("update", "edit", "modify", "change", "patch", "set", "rename", "alter", "replace"),
+    "update": (
+        "update", "edit", "modify", "change", "patch", "set", "rename", "alter", "replace", "mark", "rewrite",
+        "revise", "move", "relocate",
+    ),
     "delete": ("delete", "remove", "erase", "drop", "destroy", "trash", "purge", "discard"),
-    "send": ("send", "post", "publish", "reply", "respond", "notify"),
+    "send": ("send", "post", "publish", "reply", "respond", "notify", "tell", "announce"),
     "run": ("run", "execute", "exec", "invoke", "launch", "trigger", "start"),
 }  # fmt: skip
 VERB_CLASS: dict[str, str] = {fold(w): c for c, words in _VERB_CLASSES.items() for w in words}
