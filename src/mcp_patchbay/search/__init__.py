@@ -15,7 +15,8 @@ No I/O, no awaits. The server builds a ``ToolIndex`` whenever the catalog change
 
 Modules, each with its rules in its docstring:
 
-- ``text``: words (snake/kebab/camel/dotted splitting), folding, stop words, synonyms.
+- ``text``: words (snake/kebab/camel/dotted splitting), folding, stop words, synonyms,
+  two-word phrases.
 - ``index``: ``IndexedTool``, ``Hit``, ``ToolIndex`` (BM25F plus name similarity),
   ``note_match`` (how well an unavailable server's known text matches a query).
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
