@@ -135,7 +135,8 @@ def main() -> None:
     args = parser.parse_args()
 
     catalog = json.loads((DATA / "catalog.json").read_text())
-    tasks: list[dict[str, Any]] = json.loads(args.tasks.read_text())["tasks"]
+    loaded = json.loads(args.tasks.read_text())
+    tasks: list[dict[str, Any]] = loaded["tasks"] if isinstance(loaded, dict) else loaded  # or a bare list
     tools = load_tools(catalog)
     index = ToolIndex.build(tools)
     queries = [t["query"] for t in tasks]
