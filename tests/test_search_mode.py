@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import anyio
@@ -138,8 +139,46 @@ async def test_find_tools_puts_a_mistaken_name_first_and_clamps_the_limit() -> N
 async def test_find_tools_without_a_query_says_what_to_send() -> None:
     async with connected(_config(), _upstreams()) as (_, client):
         result = await client.call_tool(FIND, {})
-    assert error_info(result)["code"] == "INVALID_ARGUMENTS"
-    assert "query" in result_text(result)
+    assert result.is_error and "query" in result_text(result)
+    assert result.structured_content is None  # find_tools declares an outputSchema: an error is text only
+
+
+async def test_errors_of_tools_with_an_output_schema_carry_no_structured_content() -> None:
+    """Inspector 0.15 and 2.12 (the TypeScript SDK) dropped the proxy's error answer for such a
+    tool: they check structured content against the outputSchema even when isError is set."""
+    typed = FakeTool(
+        _echo,
+        {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]},
+        description="The current time in a zone.",
+    )
+    upstreams = MemoryUpstreams({"clock": make_server("clock", {"now": typed})})
+    config = config_from({"clock": {"command": "x"}}, {"expose": "all", "call_tool": True})
+    async with connected(config, upstreams) as (proxy, client):
+        await client.list_tools()
+        catalog = proxy.supervisor.catalog
+        tool = catalog.by_exposed["clock__now"]
+        schema = {"type": "object", "properties": {"time": {"type": "string"}}, "required": ["time"]}
+        definition = tool.definition.model_copy(update={"output_schema": schema})
+        catalog.by_exposed["clock__now"] = dataclasses.replace(tool, definition=definition)
+        direct = await client.call_tool("clock__now", {})  # invalid: 'zone' is missing
+        routed = await client.call_tool(CALL, {"name": "clock__now", "arguments": {}})
+    assert direct.is_error and "zone" in result_text(direct) and direct.structured_content is None
+    assert error_info(routed)["code"] == "INVALID_ARGUMENTS"  # call_tool declares no outputSchema
+
+
+async def test_find_tools_server_filter_takes_names_as_the_index_does_and_names_unknown_ones() -> None:
+    upstreams = _upstreams()
+    upstreams.refuse.add("jira")
+    config = _config(jira={"command": "x"})
+    async with connected(config, upstreams) as (proxy, client):
+        with anyio.fail_after(10):
+            await proxy.supervisor.upstreams["jira"].first_attempt_done.wait()
+        cased = await client.call_tool(FIND, {"query": "read a file", "server": "Files"})
+        unknown = await client.call_tool(FIND, {"query": "read a file", "server": "nosuch"})
+    assert cased.structured_content is not None
+    assert cased.structured_content["tools"][0]["name"] == "files__read_file"
+    assert unknown.is_error and "No server is named 'nosuch'" in result_text(unknown)
+    assert "jira" in result_text(unknown)  # servers that are down are servers too
 
 
 async def test_call_tool_runs_exactly_the_named_tool_with_its_result_unchanged() -> None:

@@ -36,6 +36,7 @@ import mcp_types as types
 from mcp_patchbay.catalog import Catalog
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors import ClientError, Code
+from mcp_patchbay.naming import normalize
 from mcp_patchbay.upstream import State, Upstream
 
 if TYPE_CHECKING:
@@ -275,12 +276,18 @@ def unavailable_notes(query: str, upstreams: Iterable[Upstream]) -> list[ServerN
     return notes
 
 
+def _same_server(given: str, name: str) -> bool:
+    """``server`` as the index takes it: case, ``-`` and ``_`` do not matter."""
+    return normalize(given) == normalize(name)
+
+
 def find_result(index: ToolIndex, request: FindRequest, notes: Sequence[ServerNote], names: OwnTools) -> dict[str, Any]:
     """The ``tools/call`` result of a search, as JSON values."""
     from mcp_patchbay.search import render_answer
 
-    if request.server is not None and request.server not in index.servers and not notes:
-        known = ", ".join(index.servers[:20]) or "none yet"
+    servers = [*index.servers, *(note.server for note in notes if note.server not in index.servers)]
+    if request.server is not None and not any(_same_server(request.server, name) for name in servers):
+        known = ", ".join(servers[:20]) or "none yet"
         raise ClientError(
             Code.INVALID_ARGUMENTS,
             f"No server is named '{request.server[:80]}'. Servers: {known}. Search again without 'server' or "

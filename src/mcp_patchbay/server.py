@@ -357,7 +357,7 @@ class Proxy:
                 )
             return result
         except PatchbayError as error:
-            return self._fail(error, called, target, server, started, strict=not named_as_data)
+            return self._fail(error, called, target, server, started, named_as_data=named_as_data)
         except Exception as exc:  # a bug of ours: the session still goes on
             logger.exception("unexpected error in tools/call %.200r", called)
             error = UpstreamError(
@@ -367,7 +367,7 @@ class Proxy:
                 detail=repr(exc),
                 server=server,
             )
-            return self._fail(error, called, target, server, started)
+            return self._fail(error, called, target, server, started, named_as_data=named_as_data)
 
     async def _warm_index(self) -> None:
         """In search mode, build the index once startup is done, so the first search need not."""
@@ -426,14 +426,21 @@ class Proxy:
         server: str | None,
         started: float,
         *,
-        strict: bool = True,
+        named_as_data: bool = False,
     ) -> dict[str, Any]:
+        """The isError result of a failed call, logged. A name given as ``call_tool``'s argument
+        is always answered with a result; a tool the client knows to declare an ``outputSchema``
+        gets its error as text only (clients check structured content against that schema, even
+        in an error, and would drop the proxy's answer)."""
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
-        level = (
-            logging.WARNING if isinstance(error, ClientError) or error.code is Code.SERVER_STARTING else logging.ERROR
-        )
+        # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
+        # proxy's and the upstreams' failures, which clients show to the user as errors.
+        if isinstance(error, ClientError):
+            level = logging.INFO
+        else:
+            level = logging.WARNING if error.code is Code.SERVER_STARTING else logging.ERROR
         logger.log(
             level,
             "tools/call %.200r%s failed in %.0f ms: %s %s%s",
@@ -446,12 +453,21 @@ class Proxy:
             exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
         )
         if (
-            strict
+            not named_as_data
             and self.settings.unknown_tool == "error"
             and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS)
         ):
             raise to_mcp_error(error)
-        return _dump(to_result(error))
+        result = _dump(to_result(error))
+        if not named_as_data and self._declares_output(called, target):
+            del result["structuredContent"]
+        return result
+
+    def _declares_output(self, called: str, target: CatalogTool | None) -> bool:
+        """Whether the tool the client called has an ``outputSchema`` the client knows of."""
+        if target is not None:
+            return target.definition.output_schema is not None
+        return called == self.exposure.names.find_tools
 
     def _status_result(self) -> dict[str, Any]:
         snapshot = self.status_snapshot()
