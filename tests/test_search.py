@@ -448,3 +448,15 @@ def test_description_bounded_with_many_servers() -> None:
     assert len(text) <= 2_000
     assert "server-number-0" in text
     assert "more servers" in text or "server-number-39" in text
+
+
+def test_a_first_sentence_about_the_instructions_themselves_gives_way_to_the_tools() -> None:
+    """server-everything's instructions open with "Audience: These instructions are written for
+    an LLM ...", which said nothing of what the server is for in find_tools' description."""
+    from mcp_patchbay.search import IndexedTool, server_summary
+
+    tools = [IndexedTool(name="everything__get-sum", server="everything", tool="get-sum", description="Sum.")]
+    meta = "# Title\n\nAudience: These instructions are written for an LLM. Follow them.\n"
+    summary = server_summary("everything", meta, tools)
+    assert "Audience" not in summary and "instructions" not in summary
+    assert "sum" in summary.lower()

@@ -3,7 +3,8 @@
 Pure. Rules:
 
 - Each server gets one line: its name, its tool count and a few words on what it is for.
-  With ``instructions``, their first sentence (headings and markup skipped); else its
+  With ``instructions``, their first sentence (headings and markup skipped; none when it
+  is about the instructions themselves, "Audience: these instructions ..."); else its
   tools' topics: what is left of a tool's name without stop words, common verbs and the
   server's own name ("pull request" of ``create_pull_request``). A word in more than half
   of a server's tool names (``browser_*``) comes first, once, and is left out of the
@@ -84,13 +85,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _MARKUP = re.compile(r"[*_`>]+|^[-+] ")
 
 
+_ABOUT_THE_TEXT = re.compile(r"(?i)^(audience\b|these instructions\b|this (document|guide|file)\b|instructions\b)")
+"""A sentence about the instructions themselves ("Audience: these instructions are written for
+an LLM ..."): it says nothing of what the server is for."""
+
+
 def _first_sentence(instructions: str) -> str:
-    """The first sentence of the first line that is not a markdown heading, markup removed."""
+    """The first sentence of the first line that is not a markdown heading, markup removed;
+    none when it is about the instructions themselves."""
     for raw in instructions.splitlines():
         line = raw.strip()
         if line and not line.startswith("#"):
             text = _MARKUP.sub("", line).strip()
-            return _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
+            sentence = _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
+            return "" if _ABOUT_THE_TEXT.match(sentence) else sentence  # then the tools say it better
     return ""
 
 

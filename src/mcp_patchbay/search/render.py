@@ -62,7 +62,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "name": {"type": "string", "description": "The name to pass to the call tool."},
                     "server": {"type": "string"},
                     "tool": {"type": "string", "description": "The tool's name on its server."},
-                    "title": {"type": ["string", "null"]},
+                    "title": {"type": "string", "description": "The tool's display title, or its name."},
                     "description": {"type": "string"},
                     "inputSchema": {"type": "object", "description": "The JSON Schema of the arguments."},
                     "detail": {
@@ -190,7 +190,7 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
         "name": tool.name,
         "server": tool.server,
         "tool": tool.tool,
-        "title": tool.title,
+        "title": tool.title or tool.tool,  # a string always: some clients refuse union types
         "description": _cut(tool.description, FULL_DESCRIPTION if full else BRIEF_DESCRIPTION),
         "inputSchema": compact_schema(tool.input_schema) if full else brief_schema(tool.input_schema),
         "detail": "full" if full else "brief",
