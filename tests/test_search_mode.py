@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -166,13 +168,19 @@ async def test_errors_of_tools_with_an_output_schema_carry_no_structured_content
     assert error_info(routed)["code"] == "INVALID_ARGUMENTS"  # call_tool declares no outputSchema
 
 
-async def test_find_tools_server_filter_takes_names_as_the_index_does_and_names_unknown_ones() -> None:
+@asynccontextmanager
+async def _with_jira_down() -> AsyncIterator[Any]:
+    """github and files up, jira (whose command cannot start) down after its first attempt."""
     upstreams = _upstreams()
     upstreams.refuse.add("jira")
-    config = _config(jira={"command": "x"})
-    async with connected(config, upstreams) as (proxy, client):
+    async with connected(_config(jira={"command": "x"}), upstreams) as (proxy, client):
         with anyio.fail_after(10):
             await proxy.supervisor.upstreams["jira"].first_attempt_done.wait()
+        yield client
+
+
+async def test_find_tools_server_filter_takes_names_as_the_index_does_and_names_unknown_ones() -> None:
+    async with _with_jira_down() as client:
         cased = await client.call_tool(FIND, {"query": "read a file", "server": "Files"})
         unknown = await client.call_tool(FIND, {"query": "read a file", "server": "nosuch"})
     assert cased.structured_content is not None
@@ -213,12 +221,7 @@ async def test_call_tool_unknown_name_is_a_result_even_in_strict_unknown_tool_mo
 
 
 async def test_call_tool_reaches_a_broken_server_and_find_tools_names_it() -> None:
-    upstreams = _upstreams()
-    upstreams.refuse.add("jira")
-    config = _config(jira={"command": "x"})
-    async with connected(config, upstreams) as (proxy, client):
-        with anyio.fail_after(10):
-            await proxy.supervisor.upstreams["jira"].first_attempt_done.wait()
+    async with _with_jira_down() as client:
         called = await client.call_tool(CALL, {"name": "jira__create_ticket", "arguments": {}})
         found = await client.call_tool(FIND, {"query": "create a jira ticket"})
     assert error_info(called)["code"] == "SERVER_UNAVAILABLE"
