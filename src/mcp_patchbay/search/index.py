@@ -1,6 +1,9 @@
 """The ranked index: BM25F over a tool's fields, plus name similarity for name-like queries.
 
-Pure: built once per catalog change, searched per call. Rules (see ``text`` for words):
+Pure: built once per catalog change, searched per call. One module on purpose, though past
+450 lines: every ranking rule below adds to one score, and their weights were measured
+together; split, a newcomer could no longer see what a score is made of. Rules (see
+``text`` for words):
 
 Fields and weights (BM25F)
     Every tool is one document with fields, each of weight ``w`` and length normalisation
