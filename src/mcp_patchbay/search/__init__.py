@@ -1,6 +1,7 @@
 """Search mode's pure core: a ranked index over the merged catalog, and ``find_tools``' answers.
 
-No I/O, no awaits. The server builds a ``ToolIndex`` whenever the catalog changes and, per
+No I/O, no awaits. The proxy (``exposure``) builds a ``ToolIndex`` once per catalog, at its
+first search, in a worker thread, and, per
 ``find_tools`` call, runs ``search`` then ``render_answer``::
 
     index = ToolIndex.build(
@@ -16,7 +17,7 @@ No I/O, no awaits. The server builds a ``ToolIndex`` whenever the catalog change
 Modules, each with its rules in its docstring:
 
 - ``text``: words (snake/kebab/camel/dotted splitting), folding, stop words, synonyms,
-  two-word phrases.
+  two-word phrases; ``lexicon``: those word lists, as data.
 - ``index``: ``IndexedTool``, ``Hit``, ``ToolIndex`` (BM25F plus name similarity),
   ``note_match`` (how well an unavailable server's known text matches a query).
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
