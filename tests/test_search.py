@@ -460,3 +460,19 @@ def test_a_first_sentence_about_the_instructions_themselves_gives_way_to_the_too
     summary = server_summary("everything", meta, tools)
     assert "Audience" not in summary and "instructions" not in summary
     assert "sum" in summary.lower()
+
+
+def test_arithmetic_and_clock_phrases_find_sum_and_current_time_first() -> None:
+    """Seen through MCP Inspector: "add two numbers" ranked memory's add_observations above
+    server-everything's get-sum, and "what time is it in Tokyo" convert_time above get_current_time."""
+    from mcp_patchbay.search import IndexedTool, ToolIndex
+
+    tools = [
+        IndexedTool("everything__get-sum", "everything", "get-sum", "Returns the sum of two numbers."),
+        IndexedTool("memory__add_observations", "memory", "add_observations", "Add new observations to entities."),
+        IndexedTool("time__get_current_time", "time", "get_current_time", "Get current time in a timezone."),
+        IndexedTool("time__convert_time", "time", "convert_time", "Convert time between timezones."),
+    ]
+    index = ToolIndex.build(tools)
+    assert index.search("add two numbers")[0].tool.name == "everything__get-sum"
+    assert index.search("what time is it in Tokyo")[0].tool.name == "time__get_current_time"

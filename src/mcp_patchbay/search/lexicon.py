@@ -312,6 +312,10 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
 
 PHRASES: dict[tuple[str, str], str] = {
     ("look", "up"): "lookup search",
+    ("add", "numbers"): "sum",
+    ("add", "up"): "sum",
+    ("two", "numbers"): "sum",
+    ("what", "time"): "current time",
     ("set", "up"): "create",
     ("spin", "up"): "create start",
     ("sign", "in"): "login",
