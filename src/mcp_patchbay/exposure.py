@@ -146,26 +146,19 @@ class Exposure:
 
     async def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
         """The search index of this catalog, built once, in a worker thread (a few hundred ms
-        for thousands of tools), at the first search or by ``warm`` after startup. A catalog
-        changes many times while servers start; only the listing is needed for each of those."""
+        for thousands of tools), at the first search or after startup (``Proxy._warm_index``).
+        A catalog changes many times while servers start; only the listing is needed for each."""
         async with self._building:
             self._build(catalog, servers)
-            if self._index is None:
-                from mcp_patchbay.search import ToolIndex
+            if self._index is not None:
+                return self._index
+            from mcp_patchbay.search import ToolIndex
 
-                described = self._built_for
-                index = await anyio.to_thread.run_sync(ToolIndex.build, self._tools)
-                if self._built_for is not described:  # the catalog changed meanwhile: build again
-                    return await self._rebuilt(catalog, servers)
+            built_for = self._built_for
+            index = await anyio.to_thread.run_sync(ToolIndex.build, self._tools)
+            if self._built_for is built_for:  # else a listing moved on to a newer catalog meanwhile
                 self._index = index
-            return self._index
-
-    async def _rebuilt(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
-        from mcp_patchbay.search import ToolIndex
-
-        self._build(catalog, servers)
-        self._index = self._index or ToolIndex.build(self._tools)
-        return self._index
+            return index  # the index of the catalog this search was asked against
 
     def _build(self, catalog: Catalog, servers: Mapping[str, str | None]) -> None:
         described = tuple(servers.items())
@@ -186,19 +179,9 @@ def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[I
     from mcp_patchbay.search import IndexedTool
 
     indexed: list[IndexedTool] = []
-    for tool in catalog.tools:
+    for tool in catalog.tools:  # the exposed definitions, in listing order (the index's tie-break)
         entry = catalog.by_exposed[tool.name]
-        indexed.append(
-            IndexedTool(
-                name=tool.name,
-                server=entry.server,
-                tool=entry.upstream_name,
-                description=tool.description or "",
-                title=tool.title or (tool.annotations.title if tool.annotations else None),
-                input_schema=tool.input_schema,
-                server_instructions=servers.get(entry.server),
-            )
-        )
+        indexed.append(IndexedTool.of(tool.name, entry.server, entry.upstream_name, tool, servers.get(entry.server)))
     return indexed
 
 
