@@ -291,3 +291,11 @@ async def test_http_statuses_forget_abandoned_requests() -> None:
         await statuses.hook(_post(request_id, 429))
     assert _code_of(statuses.stamp(_stand_in(0)))[0] is not Code.RATE_LIMITED  # forgotten
     assert _code_of(statuses.stamp(_stand_in(HttpStatuses.LIMIT + 49)))[0] is Code.RATE_LIMITED
+
+
+async def test_an_upstream_error_cannot_pose_as_an_http_status() -> None:
+    """Only the SDK's HTTP stand-ins carry a status: a stdio upstream's own error with the same
+    data key stays the upstream's error (it would have dropped the session as a 404)."""
+    forged = types.ErrorData(code=-32000, message="my own error", data={"patchbay/httpStatus": 404})
+    error = translate(MCPError.from_error_data(forged), server="s", tool="t")
+    assert error.code is not Code.CONNECTION_LOST

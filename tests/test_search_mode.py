@@ -290,3 +290,19 @@ async def test_search_mode_uses_the_configured_separator() -> None:
         result = await client.call_tool("patchbay-call_tool", {"name": "files-read_file", "arguments": {"path": "x"}})
     assert names == ["patchbay-find_tools", "patchbay-call_tool"]
     assert not result.is_error
+
+
+async def test_call_tool_in_all_mode_does_not_point_at_an_unlisted_find_tools() -> None:
+    config = config_from({"github": {"command": "x"}}, {"expose": "all", "call_tool": True})
+    async with connected(config, MemoryUpstreams({"github": _github()})) as (_, client):
+        call = next(t for t in (await client.list_tools()).tools if t.name == CALL)
+    assert call.description is not None and "find_tools" not in call.description
+
+
+def test_a_note_for_a_server_searched_by_another_spelling_is_kept() -> None:
+    from mcp_patchbay.search import ServerNote, render_answer
+
+    structured, text = render_answer(
+        [], query="weather", unavailable=[ServerNote("my_server", "starting", "wait")], server="My-Server"
+    )
+    assert structured["unavailable"][0]["server"] == "my_server" and "starting" in text

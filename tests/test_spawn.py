@@ -179,3 +179,31 @@ def test_the_cli_stops_what_it_started_early_when_the_config_is_refused(
     assert cli.main(["--config", str(path)]) == cli.EXIT_CONFIG
     assert len(seen) == 1
     assert gone(seen[0].process)
+
+
+def test_discard_never_signals_a_group_it_no_longer_tracks() -> None:
+    """A process reaped and untracked by its transport: its number may be someone else's group
+    by the end, so ``discard`` (and ``Prespawned.stop_all``) must not killpg it."""
+    import signal
+    import subprocess
+    from unittest import mock
+
+    from mcp_patchbay import spawn
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    process.wait(timeout=30)
+    spawn.untrack(process.pid)
+    with mock.patch.object(spawn.os, "killpg") as killpg:
+        spawn.discard({"gone": process})
+    assert not any(call.args[1] == signal.SIGKILL for call in killpg.call_args_list)
+
+
+def test_shutdown_signals_every_group_once() -> None:
+    from unittest import mock
+
+    from mcp_patchbay.transports import stdio
+
+    with mock.patch.object(stdio, "terminate_all") as terminate, mock.patch.object(stdio, "_SHUTTING_DOWN", []):
+        stdio.shutdown()
+        stdio.shutdown()
+    assert terminate.call_count == 1

@@ -11,7 +11,7 @@ line of a server (Claude Code logs each as an error), so stderr gets WARNING and
 by default: a healthy start writes nothing there. ``--log-file`` gets INFO by default.
 
 Shutdown (SIGTERM, SIGINT, the client closing stdin) signals every upstream group at
-once (``stdio.shutdown``); see ``spawn`` for what happens when the proxy is killed.
+once (``transports.stdio.shutdown``); see ``spawn`` for what happens when the proxy is killed.
 """
 
 from __future__ import annotations
@@ -264,13 +264,15 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
 def _warn_unfit_name(config: Config) -> None:
     """Serving under a registered name too long for any exposed name to fit: say so once."""
     from mcp_patchbay.client_limits import CLIENT_LIMITS
-    from mcp_patchbay.naming import MIN_MAX_LENGTH
+    from mcp_patchbay.naming import MIN_MAX_LENGTH, OwnTools
 
     name = config.settings.registered_as
     if name is None:
         return
+    # Search mode's own tools keep their names: the longest of them must fit as well.
+    own = max(len(OwnTools.for_separator(config.settings.separator).find_tools), MIN_MAX_LENGTH)
     for client in CLIENT_LIMITS:
-        if client.length(name, "x" * MIN_MAX_LENGTH) > client.limit:
+        if client.length(name, "x" * own) > client.limit:
             logger.warning(
                 "registered_as %r is too long for %s (%d characters at most for prefix and tool name): "
                 "tool names cannot be shortened enough; register the proxy under a shorter name",
@@ -281,7 +283,7 @@ def _warn_unfit_name(config: Config) -> None:
 
 
 def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, Any]]:
-    """The exposed names some known client cannot take whole (``naming.over_limits``), as rows."""
+    """The exposed names some known client cannot take whole (``client_limits.over_limits``), as rows."""
     from mcp_patchbay.client_limits import over_limits
 
     return [
@@ -350,10 +352,10 @@ async def _check(config: Config, as_json: bool, registered_as: str | None = None
 def _exposure(config: Config, supervisor: Any) -> tuple[dict[str, Any], list[str]]:
     """Which listing this config gets (``patchbay.expose``) and what each would cost; the
     names the client would list in the mode used."""
-    from mcp_patchbay.exposure import Exposure, listing_cost, search_mode
+    from mcp_patchbay.exposure import Exposure, described_servers, listing_cost, search_mode
 
     catalog = supervisor.catalog
-    servers = {name: upstream.instructions for name, upstream in supervisor.upstreams.items()}
+    servers = described_servers(supervisor.upstreams)
     settings = config.settings
     listings = {
         mode: Exposure(settings.model_copy(update={"expose": mode})).listing(catalog, servers)

@@ -116,7 +116,7 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True, **_FAILS),
     Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True, **_FAILS_RESEND),
     Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False, **_FAILS),
-    Code.RESULT_TOO_LARGE: _CodeInfo(_C.VALIDATION, False, **_FAILS),
+    Code.RESULT_TOO_LARGE: _CodeInfo(_C.VALIDATION, False),  # raised after the chain: no breaker sees it
     Code.RATE_LIMITED: _CodeInfo(_C.RATE_LIMIT, True, **_FAILS_RESEND),
     Code.CIRCUIT_OPEN: _CodeInfo(_C.CIRCUIT_OPEN, True),
     Code.BULKHEAD_FULL: _CodeInfo(_C.BULKHEAD_FULL, True),
@@ -429,20 +429,25 @@ def parse_retry_after(value: str | None) -> int | None:
 
 
 HTTP_STATUS_KEY = "patchbay/httpStatus"
-"""Where the proxy's HTTP links put the status behind the SDK's stand-in error for a request
-(``upstream.HttpStatuses``): the key of the error's ``data``, with ``patchbay/retryAfter``."""
+RETRY_AFTER_KEY = "patchbay/retryAfter"
+"""Where the proxy's HTTP links put the status (and Retry-After) behind the SDK's stand-in error
+for a request (``transports.http.HttpStatuses``): keys of the error's ``data``."""
+
+HTTP_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
+"""What the SDK's HTTP clients answer a request with when its POST got an HTTP error status; a
+status is read only from these, so no upstream can pose as an HTTP status with its own error."""
 
 
 def http_status_of(exc: MCPError) -> tuple[int, str | None] | None:
     """The HTTP status (and Retry-After) an HTTP link tied to this error, if any."""
     data = exc.data
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or exc.message not in HTTP_STAND_INS:
         return None
     values = cast("dict[str, Any]", data)
     status = values.get(HTTP_STATUS_KEY)
     if not isinstance(status, int) or isinstance(status, bool):
         return None
-    retry_after = values.get("patchbay/retryAfter")
+    retry_after = values.get(RETRY_AFTER_KEY)
     return status, retry_after if isinstance(retry_after, str) else None
 
 

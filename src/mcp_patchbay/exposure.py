@@ -36,27 +36,14 @@ import mcp_types as types
 from mcp_patchbay.catalog import Catalog
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors import ClientError, Code
-from mcp_patchbay.naming import normalize
+from mcp_patchbay.naming import OwnTools, normalize
 from mcp_patchbay.upstream import State, Upstream
 
 if TYPE_CHECKING:
     from mcp_patchbay.search import IndexedTool, ServerNote, ToolIndex
 
-OWN_PREFIX = "patchbay"
 CHARS_PER_TOKEN = 4
 """A common estimate for English text and JSON in current tokenizers."""
-
-
-@dataclass(frozen=True, slots=True)
-class OwnTools:
-    """The names of the proxy's own tools for a separator."""
-
-    find_tools: str
-    call_tool: str
-
-    @classmethod
-    def for_separator(cls, separator: str) -> OwnTools:
-        return cls(f"{OWN_PREFIX}{separator}find_tools", f"{OWN_PREFIX}{separator}call_tool")
 
 
 def search_mode(settings: Settings, tool_count: int) -> bool:
@@ -72,18 +59,20 @@ def listing_cost(tools: Sequence[types.Tool]) -> tuple[int, int]:
     return chars, math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def call_tool_definition(names: OwnTools) -> types.Tool:
+def call_tool_definition(names: OwnTools, *, searching: bool = True) -> types.Tool:
+    """``call_tool``; in search mode it points at ``find_tools``, otherwise at the listed tools."""
+    where = f"Find the tool and its arguments with {names.find_tools} first." if searching else ""
+    source = "as find_tools gave it" if searching else "as the tool list shows it"
     return types.Tool(
         name=names.call_tool,
         description=(
-            f"Call a tool of the servers behind this proxy by its name. Find the tool and its arguments with "
-            f"{names.find_tools} first. A mistaken or partial name is resolved when it is unambiguous; otherwise "
-            "the answer suggests names."
-        ),
+            f"Call a tool of the servers behind this proxy by its name. {where} A mistaken or partial name is "
+            "resolved when it is unambiguous; otherwise the answer suggests names."
+        ).replace("  ", " "),
         input_schema={
             "type": "object",
             "properties": {
-                "name": {"type": "string", "description": "The tool's name, as find_tools gave it."},
+                "name": {"type": "string", "description": f"The tool's name, {source}."},
                 "arguments": {"type": "object", "description": "The tool's arguments, matching its inputSchema."},
             },
             "required": ["name"],
@@ -137,7 +126,7 @@ class Exposure:
         """The tools the client lists now (without the status tool, which the server adds).
         ``servers``: every server in config order, to its instructions."""
         if not self.search_mode(catalog):
-            extra = [call_tool_definition(self.names)] if self.settings.call_tool else []
+            extra = [call_tool_definition(self.names, searching=False)] if self.settings.call_tool else []
             return [*catalog.tools, *extra]
         self._build(catalog, servers)
         assert self._find_tools is not None
@@ -173,6 +162,12 @@ class Exposure:
         )
         self._find_tools = find_tools_definition(self.names, description)
         self._built_for, self._described = catalog, described
+
+
+def described_servers(upstreams: Mapping[str, Upstream]) -> dict[str, str | None]:
+    """Every server that may serve, in config order, to what it says it is for (disabled ones
+    are the user's choice and are not described)."""
+    return {name: up.instructions for name, up in upstreams.items() if up.state is not State.DISABLED}
 
 
 def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[IndexedTool]:
@@ -289,6 +284,7 @@ __all__ = [
     "OwnTools",
     "call_request",
     "call_tool_definition",
+    "described_servers",
     "find_request",
     "find_result",
     "listing_cost",

@@ -72,6 +72,7 @@ __all__ = [
     "NAME_CHARS",
     "SUGGEST_CUTOFF",
     "NameEntry",
+    "OwnTools",
     "Resolution",
     "Resolver",
     "build_names",
@@ -114,6 +115,18 @@ def sanitize(name: str) -> str:
 def normalize(name: str) -> str:
     """Lowercase and drop ``_ - . / :`` and spaces: the key of the "normalized" rule."""
     return name.translate(_NORM_DROP).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class OwnTools:
+    """The names of the proxy's own tools (search mode's ``find_tools`` and ``call_tool``) for a separator."""
+
+    find_tools: str
+    call_tool: str
+
+    @classmethod
+    def for_separator(cls, separator: str) -> OwnTools:
+        return cls(f"patchbay{separator}find_tools", f"patchbay{separator}call_tool")
 
 
 def _check_separator(separator: str) -> None:

@@ -1,10 +1,11 @@
 """The downstream edge: the one MCP server the client sees.
 
 Handlers for the client's requests, built on the SDK's low-level ``Server``. This is
-the only place where an exception becomes what the client sees: a ``PatchbayError``
-becomes an ``isError`` tool result (``errors.to_result``), or a JSON-RPC error for
-requests that have no result form (prompts, resources) and for unknown tools when
-``unknown_tool`` is ``"error"``. Everything inside raises.
+the only place where a tool call's exception becomes what the client sees: a
+``PatchbayError`` becomes an ``isError`` tool result (``errors.to_result``), or a
+JSON-RPC error for unknown tools when ``unknown_tool`` is ``"error"``; requests that have
+no result form (prompts, resources) get their JSON-RPC error in ``passthrough``.
+Everything inside raises.
 
 What upstreams ask of the client (sampling, elicitation, roots, notifications) goes
 through ``client_channel``; the client's stdio wire is ``client_wire``.
@@ -54,7 +55,14 @@ from mcp_patchbay.errors import (
     to_mcp_error,
     to_result,
 )
-from mcp_patchbay.exposure import Exposure, call_request, find_request, find_result, unavailable_notes
+from mcp_patchbay.exposure import (
+    Exposure,
+    call_request,
+    described_servers,
+    find_request,
+    find_result,
+    unavailable_notes,
+)
 from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.passthrough import STATUS_URI, Passthrough
@@ -63,7 +71,7 @@ from mcp_patchbay.results import bounded
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.upstream import State, Upstream
+from mcp_patchbay.upstream import Upstream
 
 logger = logging.getLogger("mcp_patchbay.server")
 
@@ -272,12 +280,7 @@ class Proxy:
         return [*tools, _status_tool()] if self.settings.status_tool else tools
 
     def _servers(self) -> dict[str, str | None]:
-        """Every server that may serve, in config order, to what it says it is for."""
-        return {
-            name: upstream.instructions
-            for name, upstream in self.supervisor.upstreams.items()
-            if upstream.state is not State.DISABLED
-        }
+        return described_servers(self.supervisor.upstreams)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

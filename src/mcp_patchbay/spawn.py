@@ -5,7 +5,7 @@ upstream first, right after the config is read, so their own start (an interpret
 node, imports) runs beside ours on another core instead of after it. Only the process
 starts early: the MCP handshake still waits for the client's ``initialize``, so the
 upstream still learns what the client can do. POSIX only; elsewhere, and for every
-restart, ``stdio.stdio_transport`` spawns as usual.
+restart, ``transports.stdio.stdio_transport`` spawns as usual.
 
 Reading the config takes pydantic, which is itself a tenth of a second. ``early`` comes
 before that: it reads the file with ``json`` alone and starts the plain stdio entries
@@ -47,6 +47,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -56,13 +57,6 @@ from typing import Any, Protocol, cast
 from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS, STDIO_ENTRY_KEYS
 
 logger = logging.getLogger("mcp_patchbay.spawn")
-
-
-class StdioEntry(Protocol):
-    """What ``prespawn`` needs of a config entry (``config.ServerEntry``)."""
-
-    @property
-    def name(self) -> str: ...
 
 
 def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -403,8 +397,10 @@ def settle(started: dict[str, Early], entries: Iterable[SpawnEntry]) -> dict[str
 def discard(processes: dict[str, subprocess.Popen[bytes]]) -> None:
     """Stop prespawned processes nobody adopted (their entry was removed, or the proxy is ending).
 
-    SIGTERM to the group now; those still alive stay tracked, and the watchdog sends
-    SIGKILL if they outlive the proxy. Those already gone are reaped and forgotten.
+    SIGTERM to the group now; a reaper thread forgets it once it exits, and until then the
+    watchdog sends SIGKILL if it outlives the proxy. A group whose leader is already gone is
+    signalled only while still tracked: once reaped and untracked (its transport stopped it),
+    its number may belong to someone else's group.
     """
     for process in processes.values():
         if process.poll() is None:
@@ -412,7 +408,8 @@ def discard(processes: dict[str, subprocess.Popen[bytes]]) -> None:
                 os.killpg(process.pid, signal.SIGTERM)
             except OSError:
                 process.kill()
-        else:
+            threading.Thread(target=_reap, args=(process,), daemon=True, name="patchbay-reap").start()
+        elif process.pid in _WATCHDOG.tracked:
             with suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)  # the leader is gone; so is anything it left
             untrack(process.pid)
@@ -420,3 +417,10 @@ def discard(processes: dict[str, subprocess.Popen[bytes]]) -> None:
             if pipe is not None:
                 pipe.close()
     processes.clear()
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a discarded process, then forget its group (so its number is never signalled again)."""
+    with suppress(Exception):
+        process.wait()
+    untrack(process.pid)

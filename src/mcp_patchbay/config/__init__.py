@@ -23,7 +23,7 @@ can be pointed at directly::
 An entry with ``command`` is launched over stdio (``args``, ``env``, ``cwd``); an entry
 with ``url`` is a remote server, streamable HTTP unless ``"type": "sse"``, with
 ``headers``. Both kinds take patchbay's own keys ``timeout``, ``tool_timeouts``,
-``disabled``, ``tools`` (``allow``/``deny`` glob lists) and ``max_concurrency``. Keys
+``disabled``, ``tools`` (``allow``/``deny``/``always_list`` glob lists) and ``max_concurrency``. Keys
 that clients keep in entries for themselves (:data:`IGNORED_ENTRY_KEYS`) are ignored.
 
 ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from mcp_patchbay.naming import normalize
 from mcp_patchbay.search.index import Hit, IndexedTool, as_mapping
 
 __all__ = [
@@ -231,7 +232,8 @@ def _header(count: int, query: str, call_tool: str) -> str:
 
 
 def _notes(notes: Sequence[ServerNote], server: str | None) -> list[dict[str, str]]:
-    kept = [n for n in notes if n.match >= NOTE_MIN_MATCH or (server is not None and n.server == server)]
+    wanted = normalize(server) if server is not None else None
+    kept = [n for n in notes if n.match >= NOTE_MIN_MATCH or normalize(n.server) == wanted]
     kept.sort(key=lambda n: (-n.match, n.server))
     return [{"server": n.server, "state": _cut(n.state, 40), "action": _cut(n.action, 160)} for n in kept[:MAX_NOTES]]
 

@@ -25,12 +25,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import HTTP_STATUS_KEY
+from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import request_id_in
 from mcp_patchbay.transports.link import Link
 
-STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
-"""What the SDK's streamable-HTTP client answers a request with when its POST got an HTTP error status."""
+STAND_INS = HTTP_STAND_INS
 
 
 class HttpStatuses:
@@ -81,7 +80,7 @@ def http_error_data(error: types.ErrorData, status: int, retry_after: str | None
     """A stand-in error answer carrying the HTTP status that caused it."""
     data: dict[str, Any] = {HTTP_STATUS_KEY: status}
     if retry_after is not None:
-        data["patchbay/retryAfter"] = retry_after
+        data[RETRY_AFTER_KEY] = retry_after
     return types.ErrorData(code=error.code, message=error.message, data=data)
 
 

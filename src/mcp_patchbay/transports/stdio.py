@@ -62,7 +62,10 @@ _SHUTTING_DOWN: list[bool] = []
 
 
 def shutdown() -> None:
-    """The proxy is ending: SIGTERM every upstream group now, and stop the rest without the gentle waits."""
+    """The proxy is ending: SIGTERM every upstream group now, and stop the rest without the gentle
+    waits. Once: a second SIGTERM makes some node servers skip their own cleanup."""
+    if _SHUTTING_DOWN:
+        return
     _SHUTTING_DOWN.append(True)
     terminate_all()
 
