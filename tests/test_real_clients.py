@@ -299,3 +299,22 @@ async def test_an_upstream_error_cannot_pose_as_an_http_status() -> None:
     forged = types.ErrorData(code=-32000, message="my own error", data={"patchbay/httpStatus": 404})
     error = translate(MCPError.from_error_data(forged), server="s", tool="t")
     assert error.code is not Code.CONNECTION_LOST
+
+
+async def test_a_malformed_upstream_result_on_the_sdk_path_is_an_is_error_result() -> None:
+    """A 2026-07-28 client (the SDK's typed path): a result the SDK's model refuses used to come
+    back as a JSON-RPC invalid-params error, blaming the client."""
+    config = config_from({"svc": {"command": "x"}})
+    async with running_proxy(config, MemoryUpstreams({"svc": _meta_echo()})) as proxy:
+
+        async def bogus(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            return {"content": [{"type": "bogus"}]}
+
+        proxy.run_tool = bogus  # type: ignore[method-assign]
+        from mcp import Client
+
+        from tests.harness import proxy_transport
+
+        async with Client(proxy_transport(proxy), mode="auto", cache=None) as client:  # pyright: ignore[reportArgumentType]
+            result = await client.call_tool("svc__echo", {})
+    assert result.is_error and "malformed" in result_text(result)

@@ -39,7 +39,7 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_patchbay import __version__
 from mcp_patchbay.catalog import CatalogTool
@@ -290,7 +290,15 @@ class Proxy:
         wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
         _, meta = split_meta(wire_meta)
         raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx), meta)
-        return types.CallToolResult.model_validate(raw, by_name=False)
+        try:
+            return types.CallToolResult.model_validate(raw, by_name=False)
+        except ValidationError as exc:  # an upstream's result the SDK's model refuses: its fault, not the client's
+            logger.error("tools/call %.200r: the upstream's result is not a valid CallToolResult: %s", params.name, exc)
+            error = UpstreamError(
+                Code.PROTOCOL_ERROR,
+                "The server answered with a malformed tool result. Retry once; if it persists, tell the user.",
+            )
+            return to_result(error)
 
     async def run_tool(
         self,
