@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import anyio
@@ -268,3 +269,23 @@ async def test_timeouts_trip_the_breaker() -> None:
                 await chain(ToolCall(server="s", tool="t", arguments={}, deadline=Deadline(0.02, 1.0)))
             codes.append(caught.value.code)
     assert codes == [Code.TIMEOUT, Code.TIMEOUT, Code.CIRCUIT_OPEN]
+
+
+async def test_overlapping_elicitations_keep_a_deadline_paused_until_the_last_ends() -> None:
+    """Two elicitations from one upstream: the first to end resumed every deadline while the
+    person was still answering the second."""
+    from mcp_patchbay.deadlines import DeadlineSet
+
+    now = [0.0]
+    deadline = Deadline(1.0, 10.0, lambda: now[0])
+    calls = DeadlineSet()
+    with anyio.CancelScope() as scope:  # noqa: ASYNC100 - only its deadline is looked at
+        deadline.bind(scope)
+        with calls.tracking(deadline):
+            with calls.paused():
+                with calls.paused():
+                    pass
+                assert scope.deadline == math.inf  # the second is still open
+                deadline.extend()  # progress meanwhile
+                assert scope.deadline == math.inf
+            assert scope.deadline != math.inf

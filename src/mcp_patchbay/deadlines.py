@@ -36,7 +36,7 @@ ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 class Deadline:
     """When a call must be answered by. Progress pushes it out, never past the hard cap."""
 
-    __slots__ = ("_clock", "_scope", "at", "hard", "started", "timeout")
+    __slots__ = ("_clock", "_pauses", "_scope", "at", "hard", "started", "timeout")
 
     def __init__(self, timeout: float, max_total: float, clock: Clock = time.monotonic) -> None:
         self._clock = clock
@@ -45,6 +45,7 @@ class Deadline:
         self.hard = self.started + max(timeout, max_total)
         self.at = self.started + timeout
         self._scope: anyio.CancelScope | None = None
+        self._pauses = 0
 
     def remaining(self) -> float:
         return self.at - self._clock()
@@ -56,15 +57,20 @@ class Deadline:
 
     def extend(self) -> None:
         self.at = min(self._clock() + self.timeout, self.hard)
-        if self._scope is not None:
+        if self._scope is not None and not self._pauses:  # progress during a pause keeps it paused
             self._scope.deadline = anyio.current_time() + max(0.0, self.remaining())
 
     def pause(self) -> None:
+        self._pauses += 1
         if self._scope is not None:
             self._scope.deadline = math.inf
 
     def resume(self) -> None:
-        """A fresh timeout from now; the hard cap moves with it."""
+        """A fresh timeout from now, once the last pause ends (two elicitations may overlap);
+        the hard cap moves with it."""
+        self._pauses = max(0, self._pauses - 1)
+        if self._pauses:
+            return
         self.hard = max(self.hard, self._clock() + self.timeout)
         self.extend()
 
