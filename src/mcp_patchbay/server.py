@@ -289,16 +289,19 @@ class Proxy:
         before the handshake ended). The lane (``lane.CallLane``) serves all others."""
         wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
         _, meta = split_meta(wire_meta)
+        started = time.monotonic()
         raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx), meta)
         try:
             return types.CallToolResult.model_validate(raw, by_name=False)
         except ValidationError as exc:  # an upstream's result the SDK's model refuses: its fault, not the client's
-            logger.error("tools/call %.200r: the upstream's result is not a valid CallToolResult: %s", params.name, exc)
             error = UpstreamError(
                 Code.PROTOCOL_ERROR,
                 "The server answered with a malformed tool result. Retry once; if it persists, tell the user.",
+                detail=f"not a valid CallToolResult: {exc}",
             )
-            return to_result(error)
+            target = self.supervisor.catalog.by_exposed.get(params.name)
+            failed = self._fail(error, params.name, target, target.server if target else None, started)
+            return types.CallToolResult.model_validate(failed, by_name=False)
 
     async def run_tool(
         self,

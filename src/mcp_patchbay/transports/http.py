@@ -2,7 +2,7 @@ r"""Streamable HTTP and SSE upstreams as ``Link``\s, on the SDK's HTTP clients.
 
 Both SDK clients turn an HTTP error status on a request's POST into something less
 telling: streamable HTTP answers the request with a generic stand-in error
-(``STAND_INS``); SSE raises in its writer, which ended the connection and left the
+(``errors.HTTP_STAND_INS``); SSE raises in its writer, which ended the connection and left the
 request waiting for an answer that never came. Here, the status reaches the one place
 that translates errors (``errors.translate``) inside that very request's error answer
 (``errors.HTTP_STATUS_KEY``): ``HttpStatuses`` ties the status to the request by its
@@ -29,14 +29,12 @@ from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import request_id_in
 from mcp_patchbay.transports.link import Link
 
-STAND_INS = HTTP_STAND_INS
-
 
 class HttpStatuses:
     """Ties each HTTP error status to the request whose POST got it.
 
     The SDK's streamable-HTTP client answers a request whose POST got an error status with a
-    generic stand-in (``STAND_INS``). The response hook notes the status under the
+    generic stand-in (``errors.HTTP_STAND_INS``). The response hook notes the status under the
     JSON-RPC id of the request in the POST's body; ``stamp`` then puts it into that very
     request's stand-in answer (``errors.HTTP_STATUS_KEY``), where ``errors.translate`` reads
     it. Two calls in flight on one upstream each get their own status.
@@ -68,7 +66,7 @@ class HttpStatuses:
         if not isinstance(answer, types.JSONRPCError) or answer.id is None:
             return message
         seen = self._by_id.pop(answer.id, None)
-        if seen is None or answer.error.data is not None or answer.error.message not in STAND_INS:
+        if seen is None or answer.error.data is not None or answer.error.message not in HTTP_STAND_INS:
             return message
         return SessionMessage(
             types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, *seen)),
@@ -173,4 +171,4 @@ async def _streams_link(
                 tg.cancel_scope.cancel()
 
 
-__all__ = ["STAND_INS", "HttpStatuses", "http_error_data", "sse_link", "streamable_http_link"]
+__all__ = ["HttpStatuses", "http_error_data", "sse_link", "streamable_http_link"]
