@@ -1,8 +1,10 @@
-"""Command line: ``mcp-patchbay [serve|check] [CONFIG]`` (or ``--config CONFIG``, or ``$PATCHBAY_CONFIG``).
+"""Command line: ``mcp-patchbay [serve|check] [CONFIG]`` (or ``--config CONFIG``, or ``$PATCHBAY_CONFIG``),
+``mcp-patchbay login|logout SERVER [CONFIG]``.
 
 ``serve`` (the default) speaks MCP on stdin/stdout; logs go to stderr (and
 ``--log-file``), never stdout. ``check`` connects to every upstream once and prints
-one line per server; it is what a user runs first.
+one line per server; it is what a user runs first. ``login`` signs in to a remote
+server that asks for OAuth (in the browser); ``logout`` forgets that sign-in.
 
 The config may be given as a positional argument because some clients take
 ``--config`` (and ``--log-level``) for themselves even after ``--`` (MCP Inspector);
@@ -44,7 +46,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_patchbay")
 
 EXIT_CONFIG = 2
-COMMANDS = ("serve", "check")
+COMMANDS = ("serve", "check", "login", "logout")
+NAMED_COMMANDS = ("login", "logout")
+"""Commands that take a server's name before the config."""
 DEFAULT_STDERR_LEVEL = "WARNING"
 """What a client's log gets: problems only (a healthy start writes nothing to stderr)."""
 DEFAULT_FILE_LEVEL = "INFO"
@@ -67,17 +71,24 @@ class Options:
     log_file: str | None
     json: bool
     registered_as: str | None
+    server: str | None = None
+    """``login`` / ``logout``: the server's name in the config."""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-patchbay",
-        usage="mcp-patchbay [serve|check] [CONFIG] [options]",
+        usage=(
+            "mcp-patchbay [serve|check] [CONFIG] [options]\n       mcp-patchbay login|logout SERVER [CONFIG] [options]"
+        ),
         description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over stdio.",
         epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG.",
     )
     parser.add_argument(
-        "words", nargs="*", metavar="[serve|check] [CONFIG]", help="the command (default: serve) and the config file"
+        "words",
+        nargs="*",
+        metavar="[serve|check|login|logout] [SERVER] [CONFIG]",
+        help="the command (default: serve), the server (login, logout) and the config file",
     )
     parser.add_argument("--config", "-c", help="config file (default: $PATCHBAY_CONFIG)")
     parser.add_argument(
@@ -106,6 +117,11 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
     command = "serve"
     if words and words[0] in COMMANDS:
         command = words.pop(0)
+    server: str | None = None
+    if command in NAMED_COMMANDS:
+        if not words:
+            raise UsageError(f"{command} needs the server's name: mcp-patchbay {command} SERVER [CONFIG]")
+        server = words.pop(0)
     if len(words) > 1:
         raise UsageError(f"one config file at most, got {len(words)}: {' '.join(words)}")
     if words and words[0] in COMMANDS:
@@ -125,7 +141,7 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
             raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     if args.registered_as is not None and command != "check":
         raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
-    return Options(command, path, level, args.log_file, args.json, args.registered_as)
+    return Options(command, path, level, args.log_file, args.json, args.registered_as, server)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -206,6 +222,11 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     if options.command == "check":
         registered_as = options.registered_as or config.settings.registered_as
         return anyio.run(_check, config, options.json, registered_as)
+    if options.command in NAMED_COMMANDS:
+        assert options.server is not None
+        from mcp_patchbay.oauth.commands import login, logout
+
+        return anyio.run(login if options.command == "login" else logout, config, options.server)
     _warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
     # their boot then runs beside ours. The handshake still waits for the client.
@@ -318,6 +339,8 @@ async def _check(config: Config, as_json: bool, registered_as: str | None = None
             status["name"] = name
             if upstream.state is State.STARTING:
                 status["reason"] = "did not answer before the check gave up"
+            if upstream.state is State.SIGN_IN:
+                status["reason"] = f"run: mcp-patchbay login {name} --config {config.path}"
             rows.append(status)
         tg.cancel_scope.cancel()
     failed = [r for r in rows if r["state"] not in ("ready", "disabled")]
@@ -331,12 +354,13 @@ async def _check(config: Config, as_json: bool, registered_as: str | None = None
         print(json.dumps(document, indent=2))
     else:
         width = max([len(r["name"]) for r in rows] + [6])
-        print(f"{'SERVER':<{width}}  {'TRANSPORT':<9}  {'STATE':<10}  {'TOOLS':>5}  {'READY IN':>8}  PROBLEM")
+        print(f"{'SERVER':<{width}}  {'TRANSPORT':<9}  {'STATE':<13}  {'TOOLS':>5}  {'READY IN':>8}  PROBLEM")
         for r in rows:
             ready = f"{r['ready_after_ms']} ms" if r["ready_after_ms"] is not None else "-"
             state = "failed" if r["state"] in ("restarting", "starting") else r["state"]
+            state = "needs sign-in" if state == State.SIGN_IN.value else state
             print(
-                f"{r['name']:<{width}}  {r['transport']:<9}  {state:<10}  {r['tools']:>5}  {ready:>8}  "
+                f"{r['name']:<{width}}  {r['transport']:<9}  {state:<13}  {r['tools']:>5}  {ready:>8}  "
                 f"{r['reason'] or ''}"
             )
         total = len(supervisor.catalog.tools)

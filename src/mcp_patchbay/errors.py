@@ -52,6 +52,7 @@ class Category(enum.StrEnum):
     BULKHEAD_FULL = "bulkhead_full"
     CANCELLED = "cancelled"
     CONFIGURATION = "configuration"
+    SIGN_IN = "sign_in"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,12 @@ class Code(enum.StrEnum):
     CONNECTION_FAILED = "CONNECTION_FAILED"
     CONNECTION_LOST = "CONNECTION_LOST"
     AUTH_FAILED = "AUTH_FAILED"
+    AUTH_REQUIRED = "AUTH_REQUIRED"
+    AUTH_SERVER_UNREACHABLE = "AUTH_SERVER_UNREACHABLE"
+    AUTH_REGISTRATION_REFUSED = "AUTH_REGISTRATION_REFUSED"
+    AUTH_DENIED = "AUTH_DENIED"
+    AUTH_STATE_MISMATCH = "AUTH_STATE_MISMATCH"
+    AUTH_TOKEN_ERROR = "AUTH_TOKEN_ERROR"
     TIMEOUT = "TIMEOUT"
     SERVER_ERROR = "SERVER_ERROR"
     PROTOCOL_ERROR = "PROTOCOL_ERROR"
@@ -113,6 +120,13 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.CONNECTION_FAILED: _CodeInfo(_C.CONNECTION, True, **_FAILS_RESEND),
     Code.CONNECTION_LOST: _CodeInfo(_C.CONNECTION, True, **_FAILS_RESEND),
     Code.AUTH_FAILED: _CodeInfo(_C.CONFIGURATION, False, **_FAILS),
+    # A sign-in the user has to finish, or one that failed (oauth.signin): the server is fine.
+    Code.AUTH_REQUIRED: _CodeInfo(_C.SIGN_IN, True),
+    Code.AUTH_SERVER_UNREACHABLE: _CodeInfo(_C.SIGN_IN, True),
+    Code.AUTH_REGISTRATION_REFUSED: _CodeInfo(_C.SIGN_IN, False),
+    Code.AUTH_DENIED: _CodeInfo(_C.SIGN_IN, True),
+    Code.AUTH_STATE_MISMATCH: _CodeInfo(_C.SIGN_IN, True),
+    Code.AUTH_TOKEN_ERROR: _CodeInfo(_C.SIGN_IN, True),
     Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True, **_FAILS),
     Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True, **_FAILS_RESEND),
     Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False, **_FAILS),

@@ -235,6 +235,7 @@ _NOTE_STATES: dict[State, tuple[str, str]] = {
     State.RESTARTING: ("restarting", "try again in a few seconds"),
     State.FAILED: ("down", "tell the user it failed to start; 'mcp-patchbay check' says why"),
     State.INVALID: ("misconfigured", "tell the user to run 'mcp-patchbay check'"),
+    State.SIGN_IN: ("needs sign-in", "call one of its tools to start a sign-in in the user's browser"),
 }
 
 

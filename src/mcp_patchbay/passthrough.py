@@ -162,7 +162,7 @@ class Passthrough:
             resolution = resolver.resolve(called)
             if resolution.kind not in ("exact", "resolved") or resolution.entry is None:
                 if resolution.kind == "server_unavailable" and resolution.server in self.supervisor.upstreams:
-                    raise to_mcp_error(self.supervisor.upstreams[resolution.server].unavailable_error())
+                    raise to_mcp_error(await self.supervisor.upstreams[resolution.server].unavailable())
                 raise to_mcp_error(unknown_name(resolution, resolver, kind="prompt"))
             target = catalog.prompts_by_exposed[resolution.entry.exposed]
         upstream = self.supervisor.upstreams.get(target.server)

@@ -338,7 +338,7 @@ class Proxy:
                             f"{own.call_tool} calls the servers' tools; call {name} directly instead.",
                         )
                     return await self.run_tool(name, target_arguments, on_progress, meta, named_as_data=True)
-                target = self._resolve(called)
+                target = await self._resolve(called)
             server = target.server
             upstream = self.supervisor.upstreams.get(server)
             if upstream is None:
@@ -396,7 +396,7 @@ class Proxy:
         notes = unavailable_notes(request.query, self.supervisor.upstreams.values())
         return find_result(index, request, notes, self.exposure.names)
 
-    def _resolve(self, called: str) -> CatalogTool:
+    async def _resolve(self, called: str) -> CatalogTool:
         catalog = self.supervisor.catalog
         resolver = catalog.tool_resolver
         assert resolver is not None
@@ -410,7 +410,7 @@ class Proxy:
         if resolution.kind == "server_unavailable" and resolution.server is not None:
             upstream = self.supervisor.upstreams.get(resolution.server)
             if upstream is not None:
-                raise upstream.unavailable_error()
+                raise await upstream.unavailable()
         searching = self.exposure.search_mode(catalog)
         raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import mcp_types as types
@@ -61,6 +61,9 @@ from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.transports import Connector, Link, open_link
 from mcp_patchbay.transports.stdio import ProcessWatch, redact
 
+if TYPE_CHECKING:
+    from mcp_patchbay.oauth.gate import SignInGate
+
 logger = logging.getLogger("mcp_patchbay.upstream")
 
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
@@ -75,6 +78,8 @@ class State(enum.StrEnum):
     READY = "ready"
     RESTARTING = "restarting"
     FAILED = "failed"
+    SIGN_IN = "needs_sign_in"
+    """A remote server that asked for a sign-in the user has not given (``oauth.gate``)."""
     DISABLED = "disabled"
     INVALID = "invalid"
     STOPPED = "stopped"
@@ -113,6 +118,8 @@ class Upstream:
     _created: float = field(default_factory=time.monotonic)
     deadlines: DeadlineSet = field(default_factory=DeadlineSet)
     """This upstream's calls in flight, paused while a person answers its elicitation."""
+    gate: SignInGate | None = None
+    """Its OAuth sign-in, for a remote server that may ask for one (``RemoteSpec.signs_in``)."""
 
     def __post_init__(self) -> None:
         self.name = self.entry.name
@@ -133,6 +140,10 @@ class Upstream:
             self.state = State.INVALID
         elif spec.disabled:
             self.state = State.DISABLED
+        elif isinstance(spec, RemoteSpec) and spec.signs_in and self.connector is None:
+            from mcp_patchbay.oauth.gate import SignInGate
+
+            self.gate = SignInGate.for_server(self.name, spec, settings)
 
     # --- what callers ask -------------------------------------------------------------
 
@@ -162,12 +173,22 @@ class Upstream:
             return "disabled in the config"
         if self.state is State.INVALID:
             return f"config error: {self.entry.problem}"
+        if self.state is State.SIGN_IN:
+            return f"needs sign-in: run 'mcp-patchbay login {self.name}'"
         if self.error is not None:
             return self.error.message
         return "still starting"
 
+    async def unavailable(self, tool: str | None = None) -> PatchbayError:
+        """Why a call cannot be served now; for a server that needs a sign-in, starting one."""
+        if self.state is State.SIGN_IN and self.gate is not None:
+            return await self.gate.needed(tool)
+        return self.unavailable_error()
+
     def unavailable_error(self) -> PatchbayError:
         where = f"'{self.name}'"
+        if self.state is State.SIGN_IN and self.gate is not None:
+            return self.gate.required()
         if self.state is State.DISABLED:
             return UpstreamError(
                 Code.SERVER_UNAVAILABLE,
@@ -232,7 +253,7 @@ class Upstream:
                 await self.first_attempt_done.wait()
             session = self._session
         if session is None:
-            raise self.unavailable_error()
+            raise await self.unavailable(call.tool)
         raw = self._raw
         lost = self._lost  # this connection's: a late failure must not end the next one
         deadline = call.deadline
@@ -253,7 +274,10 @@ class Upstream:
                 else:
                     result = await send_raw(session, "tools/call", params, progress)
         except Exception as exc:
-            raise self._failure(exc, call.tool, lost) from exc
+            error = self._failure(exc, call.tool, lost)
+            if error.code is Code.AUTH_REQUIRED and self.gate is not None:
+                error = await self.gate.needed(call.tool)
+            raise error from exc
         if not _is_call_result(result):
             raise UpstreamError(
                 Code.PROTOCOL_ERROR,
@@ -271,7 +295,7 @@ class Upstream:
         """Any other request (resources, prompts, completion): same error translation."""
         session = self._session
         if session is None:
-            raise self.unavailable_error()
+            raise await self.unavailable()
         lost = self._lost
         try:
             with anyio.fail_after(timeout or self.settings.timeout):
@@ -283,10 +307,18 @@ class Upstream:
                 server=self.name,
             ) from exc
         except Exception as exc:
-            raise self._failure(exc, None, lost) from exc
+            error = self._failure(exc, None, lost)
+            if error.code is Code.AUTH_REQUIRED and self.gate is not None:
+                error = await self.gate.needed()
+            raise error from exc
+
+    def _translate(self, exc: BaseException, tool: str | None = None) -> PatchbayError:
+        """``errors.translate``, with a refusal judged by the sign-in gate where there is one."""
+        error = translate(exc, server=self.name, tool=tool)
+        return self.gate.judge(error) if self.gate is not None else error
 
     def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
-        error = translate(exc, server=self.name, tool=tool)  # an HTTP 404 says the session is gone, too
+        error = self._translate(exc, tool)  # an HTTP 404 says the session is gone, too
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
             self._connection_lost(lost)
         return error
@@ -308,6 +340,15 @@ class Upstream:
             return
         if self.wait_for_client is not None:
             await self.wait_for_client()
+        if self.gate is None:
+            await self._run()
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.gate.run)
+            await self._run()
+            tg.cancel_scope.cancel()
+
+    async def _run(self) -> None:
         delay = self.settings.restart_initial_delay
         try:
             while True:
@@ -324,6 +365,10 @@ class Upstream:
                     return
                 if not self.first_attempt_done.is_set():
                     self.first_attempt_done.set()
+                if self.gate is not None and self.error is not None and self.error.code is Code.AUTH_REQUIRED:
+                    await self._wait_for_sign_in(self.gate)
+                    delay = self.settings.restart_initial_delay
+                    continue
                 if self.error is not None and self.error.code in _GIVE_UP:
                     self.state = State.FAILED
                     self.on_change(self)
@@ -343,6 +388,18 @@ class Upstream:
             self.state = State.STOPPED if self._stopping else self.state
             self.first_attempt_done.set()
 
+    async def _wait_for_sign_in(self, gate: SignInGate) -> None:
+        """Wait, in state ``SIGN_IN``, until a sign-in completes here or elsewhere; then reconnect."""
+        since = gate.store.version()
+        self.state = State.SIGN_IN
+        self.log.warning("server '%s' needs a sign-in: run 'mcp-patchbay login %s'", self.name, self.name)
+        self.on_change(self)
+        await gate.wait_signed_in(since)
+        self.log.info("server '%s': signed in; connecting", self.name)
+        self.state = State.STARTING
+        self.error = None
+        self.on_change(self)
+
     def stop(self) -> None:
         if self.prespawned is not None:  # removed before its first connection
             self.prespawned.discard(self.name)
@@ -351,7 +408,7 @@ class Upstream:
         self._lost.set()
 
     def _record_failure(self, exc: BaseException) -> None:
-        error = translate(exc, server=self.name)
+        error = self._translate(exc)
         self.error = error
         self.log.error(
             "server '%s' %s: %s (%s)",
@@ -438,7 +495,8 @@ class Upstream:
         if self.connector is not None:
             return self.connector(self.name, spec)
         adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
-        return open_link(self.name, spec, self.settings.connect_timeout, adopt)
+        auth = self.gate.provider() if self.gate is not None else None
+        return open_link(self.name, spec, self.settings.connect_timeout, adopt, auth)
 
     async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:
         if watch is not None and (watch.stdout_closed.is_set() or watch.exited.is_set()):
@@ -452,7 +510,7 @@ class Upstream:
                 detail=watch.describe_exit(),
                 server=self.name,
             )
-        return translate(exc, server=self.name)
+        return self._translate(exc)
 
     async def _lost_failure(self, watch: ProcessWatch | None) -> PatchbayError:
         if watch is not None:

@@ -65,7 +65,15 @@ from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS
 
 if TYPE_CHECKING:
     from mcp_patchbay.config.loading import load_config, parse_config
-    from mcp_patchbay.config.models import Config, RemoteSpec, ServerEntry, Settings, StdioSpec, ToolFilter
+    from mcp_patchbay.config.models import (
+        Config,
+        OAuthSettings,
+        RemoteSpec,
+        ServerEntry,
+        Settings,
+        StdioSpec,
+        ToolFilter,
+    )
     from mcp_patchbay.config.problems import ConfigError, ConfigProblem
 
 __all__ = [
@@ -73,6 +81,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConfigProblem",
+    "OAuthSettings",
     "RemoteSpec",
     "ServerEntry",
     "Settings",
@@ -85,6 +94,7 @@ __all__ = [
 # Each public name to the module defining it; keep in step with the imports above.
 _MODULE_OF: Final[Mapping[str, str]] = {
     "Config": "models",
+    "OAuthSettings": "models",
     "RemoteSpec": "models",
     "ServerEntry": "models",
     "Settings": "models",

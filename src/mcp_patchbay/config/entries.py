@@ -25,7 +25,7 @@ from mcp_patchbay.config.keys import (
     REMOTE_ENTRY_KEYS,
     STDIO_ENTRY_KEYS,
 )
-from mcp_patchbay.config.models import RemoteSpec, ServerEntry, SpecBase, StdioSpec, ToolFilter
+from mcp_patchbay.config.models import OAuthSettings, RemoteSpec, ServerEntry, SpecBase, StdioSpec, ToolFilter
 from mcp_patchbay.config.problems import ConfigProblem, key_path, quote, unknown_key, validation_problems
 from mcp_patchbay.config.selfref import launches_same_config
 from mcp_patchbay.config.variables import expand_entry
@@ -42,7 +42,10 @@ _TYPE_SPELLINGS: Final[Mapping[str, Literal["stdio", "http", "sse"]]] = {
     "sse": "sse",
 }
 
-_NESTED_KEYS: Final[Mapping[str, Iterable[str]]] = {"tools": tuple(ToolFilter.model_fields)}
+_NESTED_KEYS: Final[Mapping[str, Iterable[str]]] = {
+    "tools": tuple(ToolFilter.model_fields),
+    "oauth": tuple(OAuthSettings.model_fields),
+}
 
 
 def _absolute_cwd(cwd: str, config_path: Path, environ: Mapping[str, str]) -> str:

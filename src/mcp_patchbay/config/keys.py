@@ -53,7 +53,7 @@ Not included: ``type`` / ``transportType``, which say the transport, and the
 :data:`IGNORED_ENTRY_KEYS`.
 """
 
-REMOTE_ENTRY_KEYS: Final[frozenset[str]] = COMMON_ENTRY_KEYS | {"url", "headers"}
+REMOTE_ENTRY_KEYS: Final[frozenset[str]] = COMMON_ENTRY_KEYS | {"url", "headers", "oauth"}
 """The keys of a remote server, with ``url`` (the fields of ``RemoteSpec``); same exclusions."""
 
 ENTRY_KEYS: Final[frozenset[str]] = (

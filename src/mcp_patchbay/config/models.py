@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from mcp_patchbay.config.problems import quote
 
@@ -202,6 +212,50 @@ class StdioSpec(SpecBase, frozen=True):
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
 
+def _oauth_form(value: object) -> str:
+    """Which form an ``oauth`` value takes, so a mistake is reported against that form only."""
+    return "false" if value is False else "object"
+
+
+class OAuthSettings(BaseModel, frozen=True):
+    """The ``oauth`` object of a remote server's entry."""
+
+    model_config = _MODEL_CONFIG
+
+    client_id: Annotated[str, Field(min_length=1)] | None = None
+    """A client registered with the authorization server beforehand (no dynamic registration)."""
+
+    client_secret: Annotated[str, Field(min_length=1)] | None = None
+    """That client's secret, for a confidential client; use ``${VAR}`` rather than the secret itself."""
+
+    client_metadata_url: str | None = None
+    """An HTTPS URL whose document describes this client (a client ID metadata document): used as
+    the client ID where the authorization server accepts one, instead of registering."""
+
+    scope: Annotated[str, Field(min_length=1)] | None = None
+    """Scopes to ask for, space-separated; by default those the server's challenge or metadata name."""
+
+    callback_port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    """The loopback port the browser is sent back to (``http://127.0.0.1:PORT/callback``); by
+    default one free at the time. Set it when the client's registration names a fixed port."""
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _check_metadata_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
+            raise ValueError("expected an https:// URL with a path (the client ID metadata document)")
+        return value
+
+    @model_validator(mode="after")
+    def _secret_needs_id(self) -> Self:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("'client_secret' needs 'client_id' (the pre-registered client it belongs to)")
+        return self
+
+
 class RemoteSpec(SpecBase, frozen=True):
     """A server reached over the network."""
 
@@ -213,6 +267,26 @@ class RemoteSpec(SpecBase, frozen=True):
 
     headers: dict[str, str] = Field(default_factory=dict[str, str])
     """HTTP headers sent with every request (e.g. ``Authorization``)."""
+
+    oauth: (
+        Annotated[
+            Annotated[OAuthSettings, Tag("object")] | Annotated[Literal[False], Tag("false")],
+            Discriminator(_oauth_form),
+        ]
+        | None
+    ) = None
+    """Sign-in with OAuth 2.1. Absent: a server that answers 401 with a Bearer challenge is
+    signed in to with dynamic registration (or a client ID metadata document, where the
+    authorization server takes one); an object names a pre-registered client, a scope or a
+    callback port; ``false``: never sign in (static ``headers`` only)."""
+
+    @property
+    def signs_in(self) -> bool:
+        """Whether the proxy signs in to this server when it asks (``oauth`` not ``false``, and no
+        static ``Authorization`` header unless ``oauth`` is given explicitly)."""
+        if self.oauth is False:
+            return False
+        return not (self.oauth is None and any(name.lower() == "authorization" for name in self.headers))
 
     @field_validator("url")
     @classmethod
@@ -328,6 +402,11 @@ class Settings(BaseModel, frozen=True):
 
     watch: bool = True
     """Reload the config when the file changes."""
+
+    open_browser: bool = True
+    """When a call needs a server the user has not signed in to, open the sign-in page in the
+    browser (the answer asks the model to have the user finish it); ``false``: the answer names
+    the ``mcp-patchbay login`` command instead."""
 
     @field_validator("registered_as")
     @classmethod

@@ -173,6 +173,15 @@ def _error_message(error: ErrorDetails, candidates: Iterable[str]) -> str:
     return error["msg"]
 
 
+UNION_TAGS: Final = frozenset({"object", "false"})
+"""Names of the forms a key may take (``"oauth": {...}`` or ``false``), which pydantic puts in
+an error's location; a key path never shows them."""
+
+
+def _untagged(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    return tuple(part for i, part in enumerate(loc) if not (i and part in UNION_TAGS and loc[i - 1] == "oauth"))
+
+
 def validation_problems(
     exc: ValidationError,
     prefix: tuple[str | int, ...],
@@ -182,7 +191,7 @@ def validation_problems(
     """Turn a ValidationError into problems; ``keys_for`` maps a parent key to its valid keys."""
     problems: list[ConfigProblem] = []
     for error in exc.errors(include_url=False, include_input=False):
-        loc = tuple(error["loc"])
+        loc = _untagged(tuple(error["loc"]))
         if error["type"] == "extra_forbidden":
             parent = loc[-2] if len(loc) >= 2 else None
             candidates = keys_for.get(str(parent), ()) if parent is not None else default_keys

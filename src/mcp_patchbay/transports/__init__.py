@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import subprocess
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 from mcp_patchbay.config import RemoteSpec, StdioSpec
 from mcp_patchbay.transports.link import Connector, Link
 
+if TYPE_CHECKING:
+    import httpx2
+
 
 def open_link(
-    name: str, spec: StdioSpec | RemoteSpec, connect_timeout: float, adopt: subprocess.Popen[bytes] | None = None
+    name: str,
+    spec: StdioSpec | RemoteSpec,
+    connect_timeout: float,
+    adopt: subprocess.Popen[bytes] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AbstractAsyncContextManager[Link]:
-    """The link for a config entry; ``adopt`` is a process already started for it (``spawn``)."""
+    """The link for a config entry; ``adopt`` is a process already started for it (``spawn``);
+    ``auth`` signs a remote server's requests (``oauth.UpstreamAuth``)."""
     if isinstance(spec, StdioSpec):
         from mcp_patchbay.transports.stdio import stdio_link
 
@@ -31,8 +40,8 @@ def open_link(
     from mcp_patchbay.transports.http import sse_link, streamable_http_link
 
     if spec.transport == "sse":
-        return sse_link(spec, connect_timeout)
-    return streamable_http_link(spec, connect_timeout)
+        return sse_link(spec, connect_timeout, auth)
+    return streamable_http_link(spec, connect_timeout, auth)
 
 
 __all__ = ["Connector", "Link", "open_link"]

@@ -82,16 +82,20 @@ def http_error_data(error: types.ErrorData, status: int, retry_after: str | None
     return types.ErrorData(code=error.code, message=error.message, data=data)
 
 
-def streamable_http_link(spec: RemoteSpec, connect_timeout: float) -> AbstractAsyncContextManager[Link]:
+def streamable_http_link(
+    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None
+) -> AbstractAsyncContextManager[Link]:
     statuses = HttpStatuses()  # one per connection: request ids start again with each
     hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
     timeout = httpx2.Timeout(connect_timeout, read=300.0)
-    client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks)
+    client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks, auth=auth)
     return _streams_link(_client_then_transport(client, spec.url), transform=statuses.stamp)
 
 
 @asynccontextmanager
-async def sse_link(spec: RemoteSpec, connect_timeout: float) -> AsyncGenerator[Link, None]:
+async def sse_link(
+    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None
+) -> AsyncGenerator[Link, None]:
     answers, answered = anyio.create_memory_object_stream[SessionMessage](64)
 
     async def refused(response: httpx2.Response) -> None:
@@ -118,7 +122,9 @@ async def sse_link(spec: RemoteSpec, connect_timeout: float) -> AsyncGenerator[L
     ) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
 
-    transport = sse_client(spec.url, headers=dict(spec.headers), timeout=connect_timeout, httpx_client_factory=factory)
+    transport = sse_client(
+        spec.url, headers=dict(spec.headers), timeout=connect_timeout, httpx_client_factory=factory, auth=auth
+    )
     async with answers, answered, _streams_link(transport, answered) as link:
         yield link
 

@@ -1,0 +1,197 @@
+"""A served upstream's sign-in: ``SignInGate``, one per remote server that may ask for one.
+
+It gives each connection its (non-interactive) ``UpstreamAuth``, judges a refusal the
+connection saw (``judge``: a sign-in can answer it, or it cannot), and, when a call needs a
+sign-in, starts one in the background, at most one per server at a time (``needed``):
+the browser opens on the authorization page and the call is answered at once with
+``AUTH_REQUIRED``, telling the model to have the user finish signing in and then retry.
+With ``patchbay.open_browser: false`` nothing opens and the answer names
+``mcp-patchbay login``. ``wait_signed_in`` returns once a sign-in completed, here or in
+another process (the stored file changed), so the upstream reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+from mcp_patchbay.config import RemoteSpec, Settings
+from mcp_patchbay.errors import Code, PatchbayError, UpstreamError
+
+if TYPE_CHECKING:
+    from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
+    from mcp_patchbay.oauth.store import TokenStore
+
+logger = logging.getLogger("mcp_patchbay.oauth")
+
+BROWSER_WAIT = 10.0
+"""Seconds a call waits for the browser to open (or a quick sign-in to finish) before answering."""
+STORE_POLL = 2.0
+"""Seconds between looks at the stored sign-in while a server waits for one made elsewhere."""
+MAX_SIGN_INS = 3
+SIGN_IN_WINDOW = 600.0
+"""At most ``MAX_SIGN_INS`` sign-ins started by calls per server in this many seconds: a server
+that keeps refusing what the user grants must not open a browser window for every call."""
+
+
+@dataclass
+class SignInGate:
+    name: str
+    spec: RemoteSpec
+    settings: Settings
+    store: TokenStore
+    challenge: Challenge | None = None
+    """What the server last asked for that only a sign-in gives (None: nothing pending)."""
+    last_failure: UpstreamError | None = None
+    browser_opened: bool | None = None
+    """Whether the last sign-in's page opened in a browser (None: none tried)."""
+    _live: UpstreamAuth | None = None
+    _wanted: anyio.Event = field(default_factory=anyio.Event)
+    _opened: anyio.Event = field(default_factory=anyio.Event)
+    _finished: anyio.Event = field(default_factory=anyio.Event)
+    _running: bool = False
+    _started: deque[float] = field(default_factory=deque[float])
+
+    @classmethod
+    def for_server(cls, name: str, spec: RemoteSpec, settings: Settings) -> SignInGate:
+        from mcp_patchbay.oauth.store import TokenStore
+
+        return cls(name, spec, settings, TokenStore(spec.url))
+
+    # --- a connection --------------------------------------------------------------------
+
+    def provider(self) -> UpstreamAuth:
+        """The auth of a new connection: stored tokens, refreshed; never a browser."""
+        from mcp_patchbay.oauth.provider import UpstreamAuth
+
+        self._live = UpstreamAuth(
+            self.spec.url, self.store, self.spec.oauth or None, "http://127.0.0.1/callback", interactive=False
+        )
+        return self._live
+
+    def judge(self, error: PatchbayError) -> PatchbayError:
+        """A refusal seen on the connection, judged: ``AUTH_REQUIRED`` where a sign-in answers it
+        (the challenge is kept for the sign-in), a plainer ``AUTH_FAILED`` where it cannot."""
+        live = self._live
+        if error.code is not Code.AUTH_FAILED or live is None:
+            return error
+        if live.challenge_covered:
+            return UpstreamError(
+                Code.AUTH_FAILED,
+                f"Server '{self.name}' refused the request although the user granted the access it asks for. "
+                "Signing in again will not help: tell the user.",
+                detail=error.detail,
+                server=self.name,
+                tool=error.tool,
+            )
+        challenge = live.challenge
+        if challenge is None:
+            return error
+        from mcp_patchbay.oauth.provider import bearer_challenge_text
+
+        if challenge.status == 401 and self.spec.oauth is None and not bearer_challenge_text(challenge):
+            return error  # a refusal without a Bearer challenge, and no "oauth" in the entry: not OAuth
+        self.challenge = challenge
+        live.challenge = None
+        return self.required(tool=error.tool)
+
+    # --- asking the user -----------------------------------------------------------------
+
+    def required(self, tool: str | None = None) -> UpstreamError:
+        """The answer for a call that needs a sign-in, as things stand."""
+        where = f"'{self.name}'"
+        login = f"'mcp-patchbay login {self.name}'"
+        challenge = self.challenge
+        need = "needs the user to sign in"
+        if challenge is not None and challenge.step_up:
+            scope = f" ({challenge.scope})" if challenge.scope else ""
+            need = f"needs the user to grant more access{scope}"
+        if self.last_failure is not None and not self._running:
+            return self.last_failure
+        if not self.settings.open_browser or self.browser_opened is False or self._limited():
+            why = " No browser window could be opened." if self.browser_opened is False else ""
+            return UpstreamError(
+                Code.AUTH_REQUIRED,
+                f"Server {where} {need}.{why} Ask the user to run {login} in a terminal, then call this tool again.",
+                server=self.name,
+                tool=tool,
+            )
+        return UpstreamError(
+            Code.AUTH_REQUIRED,
+            f"Server {where} {need}. A sign-in page opened in the user's browser: ask the user to finish "
+            "signing in there, then call this tool again.",
+            retry_after_ms=5000,
+            server=self.name,
+            tool=tool,
+        )
+
+    async def needed(self, tool: str | None = None) -> UpstreamError:
+        """A call needs a sign-in: start one unless one runs (or the user runs ``login``
+        themselves), wait a moment for the browser to open, and say what the user must do."""
+        if self.settings.open_browser and not self._running and not self._limited():
+            self.last_failure = None
+            self.browser_opened = None
+            self._started.append(time.monotonic())
+            self._opened = anyio.Event()
+            self._finished = anyio.Event()
+            self._running = True
+            self._wanted.set()
+        if self._running:
+            with anyio.move_on_after(BROWSER_WAIT):
+                await self._opened.wait()
+        return self.required(tool)
+
+    def _limited(self) -> bool:
+        now = time.monotonic()
+        while self._started and now - self._started[0] > SIGN_IN_WINDOW:
+            self._started.popleft()
+        return len(self._started) >= MAX_SIGN_INS and not self._running
+
+    async def run(self) -> None:
+        """Run the sign-ins calls ask for, one at a time, for as long as the upstream lives."""
+        from mcp_patchbay.oauth.signin import failure, open_in_browser, sign_in
+
+        while True:
+            await self._wanted.wait()
+            self._wanted = anyio.Event()
+            opened, finished = self._opened, self._finished
+
+            async def show(url: str, opened: anyio.Event = opened) -> None:
+                self.browser_opened = await open_in_browser(url)
+                if self.browser_opened:
+                    logger.warning("sign-in to '%s': opened the browser on its authorization page", self.name)
+                else:
+                    logger.warning("sign-in to '%s': no browser could be opened; the page is %s", self.name, url)
+                opened.set()
+
+            try:
+                done = await sign_in(self.name, self.spec, self.store, show, challenge=self.challenge)
+            except UpstreamError as exc:
+                self.last_failure = exc
+            except Exception as exc:  # never let a sign-in end the upstream
+                logger.exception("sign-in to '%s' failed unexpectedly", self.name)
+                self.last_failure = failure(exc, self.name, self.spec.url)
+            else:
+                self.challenge = None
+                logger.warning("sign-in to '%s' %s", self.name, "completed" if done else "was not asked for")
+            finally:
+                self._running = False
+                opened.set()
+                finished.set()
+
+    async def wait_signed_in(self, since: int) -> None:
+        """Return once the stored sign-in changed from version ``since`` (a sign-in here, or
+        ``mcp-patchbay login`` in another process)."""
+        while self.store.version() == since:
+            with anyio.move_on_after(STORE_POLL):
+                await self._finished.wait()
+            if self._finished.is_set() and not self._running:
+                self._finished = anyio.Event()
+
+
+__all__ = ["SignInGate"]

@@ -1,0 +1,275 @@
+"""The SDK's OAuth client, as the proxy needs it: ``UpstreamAuth``.
+
+The SDK's ``OAuthClientProvider`` (an ``httpx2.Auth``) does discovery (RFC 9728, RFC 8414
+and OpenID, the 2025-03-26 fallbacks), PKCE, resource indicators, scope selection,
+step-up on ``403 insufficient_scope``, refresh, and registration (a client ID metadata
+document, dynamic registration, or a pre-registered client). When a request needs a
+sign-in it runs the whole flow inline, waiting on a person in a browser. A proxy that
+serves a client with no terminal must not: ``UpstreamAuth`` has two modes.
+
+- ``interactive=False`` (every served connection): stored tokens are used and refreshed
+  (a little before expiry, and once on a ``401``); when only a person can help (no token,
+  a refresh refused, a ``403 insufficient_scope`` for a scope not yet granted), the
+  request's own answer is returned as it is and ``challenge`` says what was asked for.
+  The upstream then reports ``AUTH_REQUIRED`` and starts a sign-in (``oauth.signin``).
+- ``interactive=True`` (a sign-in: ``mcp-patchbay login``, or one the proxy started): the
+  SDK's flow as it is, fed the challenge that made the sign-in necessary, so that a scope
+  step-up asks for the union of the granted and the challenged scopes.
+
+It relies on the SDK provider's protected members (``context``, ``_initialize``,
+``_initialized``, ``_auth_flow``, ``_refresh_token``, ``_handle_refresh_response``,
+``_exchange_token_authorization_code``, ``_add_auth_header``); tests/test_sdk.py guards
+them, as it guards the other SDK internals the proxy uses (``sdk``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx2
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
+
+from mcp_patchbay.config import OAuthSettings
+from mcp_patchbay.oauth.store import TokenStore
+
+logger = logging.getLogger("mcp_patchbay.oauth")
+
+REFRESH_MARGIN = 60.0
+"""Seconds before expiry at which an access token is refreshed (at most a quarter of its life)."""
+
+GRANT_TYPES = ["authorization_code", "refresh_token"]
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """What an upstream asked for that only a sign-in can give."""
+
+    status: int
+    """401 (no valid token) or 403 (``insufficient_scope``: a step-up)."""
+    www_authenticate: str
+    """The challenge as sent, for the sign-in to act on (resource metadata URL, scope)."""
+    scope: str | None
+    """The scope the challenge names, if any."""
+
+    @property
+    def step_up(self) -> bool:
+        return self.status == 403
+
+
+def scopes(text: str | None) -> set[str]:
+    return set((text or "").split())
+
+
+def client_metadata(redirect_uri: str, oauth: OAuthSettings | None) -> OAuthClientMetadata:
+    """What the proxy says about itself when it registers."""
+    from pydantic import AnyUrl
+
+    from mcp_patchbay import __version__
+
+    return OAuthClientMetadata(
+        client_name="mcp-patchbay",
+        client_uri=None,
+        software_id="mcp-patchbay",
+        software_version=__version__,
+        redirect_uris=[AnyUrl(redirect_uri)],
+        grant_types=list(GRANT_TYPES),
+        response_types=["code"],
+        scope=oauth.scope if oauth is not None else None,
+    )
+
+
+class UpstreamAuth(OAuthClientProvider):
+    """OAuth for one upstream URL; see the module docstring for the two modes."""
+
+    def __init__(
+        self,
+        server_url: str,
+        store: TokenStore,
+        oauth: OAuthSettings | None,
+        redirect_uri: str,
+        *,
+        interactive: bool,
+        redirect_handler: Callable[[str], Awaitable[None]] | None = None,
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+        challenge: Challenge | None = None,
+        fresh: bool = False,
+    ) -> None:
+        super().__init__(
+            server_url,
+            client_metadata(redirect_uri, oauth),
+            store,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=oauth.client_metadata_url if oauth is not None else None,
+        )
+        self.store = store
+        self.oauth = oauth
+        self.redirect_uri = redirect_uri
+        self.interactive = interactive
+        self._fresh = fresh
+        self._feed = challenge if interactive and challenge is not None and challenge.step_up else None
+        self._seen_version = -1
+        self.challenge: Challenge | None = None
+        """Set (non-interactive mode) when the server asked for what only a sign-in can give."""
+        self.exchanged = False
+        """A sign-in completed here: an authorization code was exchanged for tokens."""
+        self.challenge_covered = False
+        """The last ``403 insufficient_scope`` named only scopes already granted: a sign-in
+        cannot help (the server refuses whatever the user grants)."""
+
+    # --- loading what is stored -----------------------------------------------------------
+
+    async def _initialize(self) -> None:
+        self._seen_version = self.store.version()
+        await super()._initialize()
+        ctx = self.context
+        if self._fresh:
+            ctx.current_tokens = None
+            self._fresh = False
+        ctx.token_expiry_time = self.store.expires_at() if ctx.current_tokens is not None else None
+        configured = self._configured_client()
+        if configured is not None and (ctx.client_info is None or ctx.client_info.client_id != configured.client_id):
+            if ctx.client_info is not None:  # the config names another client: its tokens are not ours
+                ctx.current_tokens = None
+            ctx.client_info = configured
+
+    def _configured_client(self) -> OAuthClientInformationFull | None:
+        if self.oauth is None or self.oauth.client_id is None:
+            return None
+        return OAuthClientInformationFull(
+            client_id=self.oauth.client_id,
+            client_secret=self.oauth.client_secret,
+            redirect_uris=[self.redirect_uri],  # type: ignore[list-item]  # pydantic parses it
+            grant_types=list(GRANT_TYPES),
+        )
+
+    def _expire_early(self) -> None:
+        """Count a token that expires within the margin as expired, so the flow refreshes it now."""
+        ctx = self.context
+        tokens = ctx.current_tokens
+        if tokens is None or ctx.token_expiry_time is None:
+            return
+        lifetime = float(tokens.expires_in) if tokens.expires_in else REFRESH_MARGIN * 4
+        if time.time() >= ctx.token_expiry_time - min(REFRESH_MARGIN, lifetime / 4):
+            ctx.token_expiry_time = time.time() - 1
+
+    # --- the token endpoint ----------------------------------------------------------------
+
+    def _settle_auth_method(self) -> None:
+        """A pre-registered client with a secret authenticates as the authorization server says
+        it accepts: HTTP Basic if listed (or nothing is listed: RFC 6749 requires it), else POST."""
+        info = self.context.client_info
+        if info is None or info.token_endpoint_auth_method is not None or self.oauth is None:
+            return
+        if info.client_id != self.oauth.client_id:
+            return
+        if info.client_secret is None:
+            info.token_endpoint_auth_method = "none"
+            return
+        metadata = self.context.oauth_metadata
+        supported = (metadata.token_endpoint_auth_methods_supported if metadata is not None else None) or []
+        if not supported or "client_secret_basic" in supported or "client_secret_post" not in supported:
+            info.token_endpoint_auth_method = "client_secret_basic"
+        else:
+            info.token_endpoint_auth_method = "client_secret_post"
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        self._settle_auth_method()
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._settle_auth_method()
+        return await super()._refresh_token()
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)
+        self.exchanged = True
+
+    # --- the flow ------------------------------------------------------------------------------
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self._initialized and self.store.version() != self._seen_version:
+            self._initialized = False  # signed in meanwhile (another process, or a sign-in here): reload
+        if self._initialized:
+            self._expire_early()
+        inner = super()._auth_flow(request)
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                if outgoing is not request:
+                    response = yield outgoing
+                elif self._feed is not None and "authorization" in request.headers:
+                    # A sign-in made necessary by a step-up: let the SDK see the challenge the
+                    # server gave, without sending the request only to be refused again.
+                    challenge, self._feed = self._feed, None
+                    headers = {"www-authenticate": challenge.www_authenticate}
+                    response = httpx2.Response(403, headers=headers, request=request)
+                else:
+                    sent_token = "authorization" in request.headers
+                    response = yield request
+                    if not self.interactive and _asks_for_sign_in(response):
+                        await inner.aclose()
+                        rest = self._without_person(request, response, sent_token)
+                        try:
+                            extra = await rest.__anext__()
+                            while True:
+                                extra = await rest.asend((yield extra))
+                        except StopAsyncIteration:
+                            return
+                outgoing = await inner.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await inner.aclose()
+
+    async def _without_person(
+        self, request: httpx2.Request, response: httpx2.Response, sent_token: bool
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """A served connection's answer to a refusal: refresh once if that can help; otherwise
+        note the challenge and let the refusal stand (httpx returns the last answer)."""
+        ctx = self.context
+        if response.status_code == 401 and sent_token and ctx.can_refresh_token():
+            async with ctx.lock:
+                refresh = yield await self._refresh_token()
+                refreshed = await self._handle_refresh_response(refresh)
+            if refreshed:
+                logger.info("refreshed the access token for %s after a 401", self.context.server_url)
+                self._add_auth_header(request)
+                response = yield request
+                if not _asks_for_sign_in(response):
+                    self.challenge = None
+                    return
+            else:
+                logger.warning("the token refresh for %s was refused: a new sign-in is needed", ctx.server_url)
+        header = response.headers.get("www-authenticate", "")
+        scope = extract_field_from_www_auth(response, "scope")
+        if response.status_code == 403:
+            granted = scopes(ctx.current_tokens.scope if ctx.current_tokens else None)
+            self.challenge_covered = bool(scope) and scopes(scope) <= granted
+            if self.challenge_covered:
+                logger.warning(
+                    "%s refused a request for lack of scope %r, which was already granted", ctx.server_url, scope
+                )
+                return
+        self.challenge = Challenge(response.status_code, header, scope)
+
+
+def _asks_for_sign_in(response: httpx2.Response) -> bool:
+    """A refusal that a token could answer: any 401, or a 403 naming ``insufficient_scope``."""
+    if response.status_code == 401:
+        return True
+    return response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+
+
+def bearer_challenge_text(challenge: Challenge) -> bool:
+    """The challenge asks for a Bearer token (RFC 6750): what marks a server that signs in with
+    OAuth, for entries that do not say so."""
+    return challenge.www_authenticate.strip().lower().startswith("bearer")
+
+
+__all__ = ["Challenge", "UpstreamAuth", "bearer_challenge_text", "client_metadata", "scopes"]

@@ -1,0 +1,235 @@
+"""One sign-in, with a person at a browser: ``sign_in``, and what its failures mean: ``failure``.
+
+A sign-in connects to the server as the proxy would, with an interactive ``UpstreamAuth``:
+the server's refusal starts the SDK's flow (discovery, registration, PKCE), the browser is
+sent to the authorization page (``webbrowser``, so ``BROWSER`` is honoured), the loopback
+listener receives the code, the tokens are stored. It then lists the server's tools,
+since some servers let ``initialize`` through and ask for a token only after it. Used by
+``mcp-patchbay login`` and by a served upstream that needs one (``oauth.gate``).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import urllib.parse
+import webbrowser
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import cast
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.session import ClientSession
+
+from mcp_patchbay import __version__
+from mcp_patchbay.config import RemoteSpec
+from mcp_patchbay.errors import Code, PatchbayError, UpstreamError, translate
+from mcp_patchbay.oauth.loopback import Loopback, loopback
+from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
+from mcp_patchbay.oauth.store import TokenStore
+from mcp_patchbay.transports import open_link
+
+logger = logging.getLogger("mcp_patchbay.oauth")
+
+SIGN_IN_TIMEOUT = 300.0
+"""Seconds a person has to finish a sign-in in the browser."""
+CONNECT_TIMEOUT = 30.0
+_CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
+
+ShowUrl = Callable[[str], Awaitable[None]]
+
+
+async def open_in_browser(url: str) -> bool:
+    """Open ``url`` with Python's ``webbrowser`` (``BROWSER`` honoured); False if none could be.
+
+    In a worker thread: a ``BROWSER`` command is waited for, and a headless one follows the
+    redirects to this very process's listener.
+    """
+    try:
+        return await anyio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
+    except webbrowser.Error:
+        return False
+
+
+async def sign_in(
+    name: str,
+    spec: RemoteSpec,
+    store: TokenStore,
+    show: ShowUrl,
+    *,
+    challenge: Challenge | None = None,
+    timeout: float = SIGN_IN_TIMEOUT,
+) -> bool:
+    """Sign in to one server; True once signed in, False if the server never asked for it.
+
+    ``show`` gets the authorization URL (to open a browser, print it, or both). A
+    ``challenge`` is the refusal that made this sign-in necessary: with a step-up, the
+    stored tokens are kept so that the new grant adds to them; otherwise the sign-in
+    starts afresh. Raises ``UpstreamError`` with a sign-in code (``failure``).
+    """
+    step_up = challenge is not None and challenge.step_up
+    provider: UpstreamAuth | None = None
+    try:
+        with anyio.fail_after(timeout):
+            async with _callback(name, spec, store) as site:
+                provider = UpstreamAuth(
+                    spec.url,
+                    store,
+                    spec.oauth or None,
+                    site.redirect_uri,
+                    interactive=True,
+                    redirect_handler=show,
+                    callback_handler=site.result,
+                    challenge=challenge,
+                    fresh=not step_up,
+                )
+                async with open_link(name, spec, CONNECT_TIMEOUT, auth=provider) as link:
+                    async with ClientSession(link.read, link.write, client_info=_CLIENT_INFO) as session:
+                        await session.initialize()
+                        await session.list_tools()
+    except BaseException as exc:
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
+        error = failure(exc, name, spec.url, signed_in=provider is not None and provider.exchanged)
+        logger.error(
+            "signing in to '%s' failed: %s (%s)", name, error.message, error.detail, exc_info=_leaf(exc) or exc
+        )
+        raise error from exc
+    return provider.exchanged
+
+
+@asynccontextmanager
+async def _callback(name: str, spec: RemoteSpec, store: TokenStore) -> AsyncGenerator[Loopback, None]:
+    """The loopback listener: on the configured port; else on the port the stored registration
+    names (so it stays valid), or, if that one is taken, on a free one with a new registration."""
+    oauth = spec.oauth or None
+    if oauth is not None and oauth.callback_port is not None:
+        async with loopback(name, oauth.callback_port) as site:
+            yield site
+        return
+    registered = store.client_info()
+    port = None
+    if registered is not None and registered.redirect_uris and _registered_by_us(registered.client_id, spec):
+        parts = urllib.parse.urlsplit(str(registered.redirect_uris[0]))
+        port = parts.port if parts.hostname == "127.0.0.1" else None
+    if port is not None and not _free(port):
+        logger.info("port %d of the stored registration for '%s' is taken: registering anew", port, name)
+        store.forget_client()
+        port = None
+    async with loopback(name, port) as site:
+        yield site
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _registered_by_us(client_id: str, spec: RemoteSpec) -> bool:
+    """A dynamic registration (not the config's client nor a metadata document URL)."""
+    oauth = spec.oauth or None
+    return oauth is None or client_id not in (oauth.client_id, oauth.client_metadata_url)
+
+
+def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool = False) -> UpstreamError:
+    """A failed sign-in as a short error for the model, the full story in ``detail``."""
+    leaf = _leaf(exc) or exc
+    where = f"'{name}'"
+    detail = f"{type(leaf).__name__}: {leaf}"
+    if isinstance(leaf, UpstreamError):
+        return leaf
+    if isinstance(leaf, TimeoutError):
+        return UpstreamError(
+            Code.AUTH_REQUIRED,
+            f"Signing in to server {where} was not finished within {SIGN_IN_TIMEOUT / 60:g} minutes. Calling one "
+            "of its tools again starts a new sign-in; ask the user to complete it in the browser.",
+            detail=detail,
+            server=name,
+        )
+    if isinstance(leaf, OAuthRegistrationError):
+        return UpstreamError(
+            Code.AUTH_REGISTRATION_REFUSED,
+            f"Server {where}'s authorization server refused to register the proxy as a client. Tell the user to "
+            "register a client with it and put its ID in the server's 'oauth.client_id' in the patchbay config.",
+            detail=detail,
+            server=name,
+        )
+    if isinstance(leaf, OAuthTokenError):
+        return UpstreamError(
+            Code.AUTH_TOKEN_ERROR,
+            f"Server {where}'s authorization server refused to issue a token, so the sign-in failed. Retry "
+            "once; if it persists, tell the user (the proxy's log has the details).",
+            detail=detail,
+            server=name,
+        )
+    if isinstance(leaf, OAuthFlowError):
+        if "state parameter mismatch" in str(leaf).lower():
+            return UpstreamError(
+                Code.AUTH_STATE_MISMATCH,
+                f"Signing in to server {where} was stopped: the browser came back from a different sign-in "
+                "attempt (state mismatch). Calling one of its tools again starts a new sign-in.",
+                detail=detail,
+                server=name,
+            )
+        return UpstreamError(
+            Code.AUTH_FAILED,
+            f"Signing in to server {where} failed: its sign-in setup could not be used. Tell the user (the "
+            "proxy's log has the details).",
+            detail=detail,
+            server=name,
+        )
+    if isinstance(leaf, httpx2.TransportError) and not _same_origin(leaf, server_url):
+        return UpstreamError(
+            Code.AUTH_SERVER_UNREACHABLE,
+            f"Server {where}'s authorization server could not be reached, so the user cannot sign in now. "
+            "Retry later; if it persists, tell the user.",
+            detail=detail,
+            server=name,
+        )
+    error = translate(leaf, server=name)
+    if signed_in and error.code is Code.AUTH_FAILED:
+        error.message = (
+            f"The sign-in to server {where} worked, but the server still refuses the proxy's requests. Tell the "
+            "user; signing in again is unlikely to help."
+        )
+    return error if isinstance(error, UpstreamError) else UpstreamError(error.code, error.message, detail=detail)
+
+
+def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:
+    try:
+        url = exc.request.url
+    except RuntimeError:
+        return True
+    server = httpx2.URL(server_url)
+    return (url.scheme, url.host, url.port) == (server.scheme, server.host, server.port)
+
+
+def _leaf(exc: BaseException) -> BaseException | None:
+    """The exception that says what happened, out of the transports' exception groups."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in cast("BaseExceptionGroup[BaseException]", e).exceptions:
+                walk(inner)
+        elif not isinstance(e, anyio.get_cancelled_exc_class()):
+            leaves.append(e)
+
+    walk(cast("BaseException", exc))
+    for kind in (PatchbayError, OAuthFlowError, TimeoutError, httpx2.TransportError):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0] if leaves else None
+
+
+__all__ = ["SIGN_IN_TIMEOUT", "failure", "open_in_browser", "sign_in"]

@@ -1,0 +1,166 @@
+"""Where sign-ins are kept: one file per server URL in the user's data directory.
+
+``$XDG_DATA_HOME/mcp-patchbay/oauth/`` on Linux (platformdirs gives the macOS and Windows
+equivalents). A file holds the tokens, when the access token expires (as a time, since
+``expires_in`` means nothing once stored), and the client credentials the authorization
+server issued (dynamic registration) or that the config named. Files are written whole
+(a temporary file renamed over the old one), created with mode 0600 in a directory of
+mode 0700. Nothing here logs a token, a secret or a file's contents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import ValidationError
+
+logger = logging.getLogger("mcp_patchbay.oauth")
+
+APP_NAME = "mcp-patchbay"
+
+
+def data_dir() -> Path:
+    """The folder of stored sign-ins (platformdirs, imported only when a sign-in is used)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "oauth"
+
+
+def file_for(server_url: str, folder: Path | None = None) -> Path:
+    """The file of one server URL: its host for a person reading the folder, a hash for uniqueness."""
+    host = re.sub(r"[^A-Za-z0-9.-]+", "_", server_url.split("://", 1)[-1].split("/", 1)[0])[:60]
+    digest = hashlib.sha256(server_url.encode()).hexdigest()[:16]
+    return (folder or data_dir()) / f"{host}-{digest}.json"
+
+
+class TokenStore:
+    """The stored sign-in of one server URL; the SDK's ``TokenStorage`` protocol, plus expiry.
+
+    Every method reads or writes the file, so a sign-in finished by another process
+    (``mcp-patchbay login`` while the proxy serves) is seen at the next read; ``version``
+    says whether the file changed since a given read.
+    """
+
+    def __init__(self, server_url: str, path: Path | None = None) -> None:
+        self.server_url = server_url
+        self.path = path or file_for(server_url)
+
+    # --- the SDK's TokenStorage ---------------------------------------------------------
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens()
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        data = self._read()
+        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        data["expires_at"] = None if tokens.expires_in is None else time.time() + int(tokens.expires_in)
+        self._write(data)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info()
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        data = self._read()
+        data["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
+        self._write(data)
+
+    # --- ours -------------------------------------------------------------------------------
+
+    def tokens(self) -> OAuthToken | None:
+        raw = self._read().get("tokens")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return OAuthToken.model_validate(raw)
+        except ValidationError:
+            logger.warning("ignoring malformed tokens in the sign-in file of %s", self.server_url)
+            return None
+
+    def expires_at(self) -> float | None:
+        """When the stored access token expires (seconds since the epoch), if the server said."""
+        value = self._read().get("expires_at")
+        return float(value) if isinstance(value, int | float) else None
+
+    def client_info(self) -> OAuthClientInformationFull | None:
+        raw = self._read().get("client_info")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return OAuthClientInformationFull.model_validate(raw)
+        except ValidationError:
+            logger.warning("ignoring a malformed client registration in the sign-in file of %s", self.server_url)
+            return None
+
+    def forget_client(self) -> None:
+        """Drop the stored client registration (and the tokens issued to it)."""
+        data = self._read()
+        if data.pop("client_info", None) is not None or data.pop("tokens", None) is not None:
+            data.pop("tokens", None)
+            data.pop("expires_at", None)
+            self._write(data)
+
+    def signed_in(self) -> bool:
+        """Tokens are stored (whether still valid is for the server to say)."""
+        return self.tokens() is not None
+
+    def version(self) -> int:
+        """Changes whenever the file is written (0 when there is none)."""
+        try:
+            return self.path.stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    def forget(self) -> bool:
+        """Remove the file: the tokens and the client registration. True if there was one."""
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            logger.warning("cannot read the sign-in file of %s: %s", self.server_url, exc.strerror)
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            logger.warning("ignoring the unreadable sign-in file of %s (not JSON)", self.server_url)
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        stored = cast("dict[str, Any]", data)
+        return stored if stored.get("server_url") == self.server_url else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        data["server_url"] = self.server_url
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(data, file, indent=1, sort_keys=True)
+            temporary.replace(self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+
+
+__all__ = ["TokenStore", "data_dir", "file_for"]
