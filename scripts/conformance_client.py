@@ -61,6 +61,7 @@ SERVER = "conf"
 PREFIX = f"{SERVER}__"
 
 LOGIN_TIMEOUT = 20.0
+"""At most this much of the run for ``mcp-patchbay login``; the rest is for serving."""
 RETRIES = 6
 """Calls after the first when the answer is AUTH_REQUIRED, RETRY_PAUSE apart."""
 RETRY_PAUSE = 1.0
@@ -157,14 +158,14 @@ def show_output(stdout: str | bytes | None, stderr: str | bytes | None) -> None:
             say(f"login {stream}: {line}")
 
 
-def login(patchbay: Path, config: Path, env: dict[str, str]) -> None:
+def login(patchbay: Path, config: Path, env: dict[str, str], timeout: float) -> None:
     command = [str(patchbay), "login", SERVER, "--config", str(config)]
     started = time.monotonic()
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=LOGIN_TIMEOUT, check=False)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
         show_output(exc.stdout, exc.stderr)
-        raise Failed(f"mcp-patchbay login did not finish within {LOGIN_TIMEOUT:.0f}s") from exc
+        raise Failed(f"mcp-patchbay login did not finish within {timeout:.0f}s") from exc
     show_output(done.stdout, done.stderr)
     say(f"login exited {done.returncode} after {time.monotonic() - started:.1f}s")
     if done.returncode != 0:
@@ -189,11 +190,12 @@ def run_proxy(url: str, scenario: str, context: dict[str, Any], timeout: float) 
         say(f"config: {json.dumps(entry)}")
         extra = {"BROWSER": str(BROWSER), "XDG_DATA_HOME": str(folder / "data")}
         log = folder / "patchbay.log"
+        deadline = time.monotonic() + timeout
         try:
-            login(patchbay, config, {**os.environ, **extra})
+            login(patchbay, config, {**os.environ, **extra}, min(LOGIN_TIMEOUT, timeout))
 
             async def bounded() -> None:
-                with anyio.fail_after(max(timeout - LOGIN_TIMEOUT, 5.0)):
+                with anyio.fail_after(max(deadline - time.monotonic(), 1.0)):
                     await serve_and_exercise(patchbay, config, extra, log)
 
             anyio.run(bounded)
@@ -333,13 +335,21 @@ def run_sdk(url: str, scenario: str, context: dict[str, Any], timeout: float) ->
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups; none for a plain exception."""
+    """The exceptions inside (nested) exception groups (the transports' task groups wrap them)."""
     if not isinstance(exc, BaseExceptionGroup):
-        return []
-    found: list[BaseException] = []
-    for inner in cast(BaseExceptionGroup[BaseException], exc).exceptions:
-        found.extend(leaves(inner) or [inner])
-    return found
+        return [exc]
+    return [leaf for inner in cast(BaseExceptionGroup[BaseException], exc).exceptions for leaf in leaves(inner)]
+
+
+def reason(exc: BaseException, timeout: float) -> str:
+    def one(leaf: BaseException) -> str:
+        if isinstance(leaf, Failed):
+            return str(leaf)
+        if isinstance(leaf, TimeoutError):
+            return f"not done within {timeout:.0f}s"
+        return f"{type(leaf).__name__}: {leaf}"  # the SDK's errors, connection failures
+
+    return "; ".join(one(leaf) for leaf in leaves(exc))
 
 
 def main() -> int:
@@ -355,16 +365,8 @@ def main() -> int:
     started = time.monotonic()
     try:
         (run_sdk if args.sdk else run_proxy)(args.url, scenario, context, args.timeout)
-    except Failed as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    except TimeoutError:
-        say(f"FAILED: not done within {args.timeout:.0f}s")
-        return 1
-    except Exception as exc:  # the SDK's errors, connection failures: report them, do not dump a trace only
-        say(f"FAILED: {type(exc).__name__}: {exc}")
-        for inner in leaves(exc):
-            say(f"  {type(inner).__name__}: {inner}")
+    except Exception as exc:  # report what went wrong in a line or a few, not a trace only
+        say(f"FAILED: {reason(exc, args.timeout)}")
         return 1
     say(f"ok in {time.monotonic() - started:.1f}s")
     return 0
