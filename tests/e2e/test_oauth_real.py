@@ -283,6 +283,8 @@ async def serving(tmp: Path, config: Path, *, background: bool = False) -> Async
     stderr, log = tmp / "proxy.stderr", tmp / "proxy.log"
     args = ["-m", "mcp_patchbay", str(config), "--log-file", str(log), "--log-level", "DEBUG"]
     env = user_env(tmp, background=background)
+    if "PYTHONPATH" in os.environ:  # the SDK's stdio client passes on only a safe few variables
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(ROOT))
     session: Serving | None = None
 
