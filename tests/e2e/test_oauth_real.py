@@ -167,10 +167,12 @@ PROXY_WITHIN = 60.0
 """Seconds for one ``mcp-patchbay`` command, or one whole serving session, at most."""
 
 
-def write_config(tmp: Path, world: World, *, local: bool = True, **settings: Any) -> Path:
-    """The world's MCP server as ``world`` (no ``oauth`` key: its 401 is enough), and a local
-    stdio server ``local`` (fault_server: ``local__echo``) that needs no sign-in."""
-    servers: dict[str, Any] = {SERVER: {"url": world.url}}
+def write_config(
+    tmp: Path, world: World, *, local: bool = True, oauth: dict[str, Any] | bool | None = None, **settings: Any
+) -> Path:
+    """The world's MCP server as ``world`` (no ``oauth`` key unless given: its 401 is enough),
+    and a local stdio server ``local`` (fault_server: ``local__echo``) that needs no sign-in."""
+    servers: dict[str, Any] = {SERVER: {"url": world.url, **({"oauth": oauth} if oauth is not None else {})}}
     if local:
         servers["local"] = fault_entry("local")
     path = tmp / "patchbay.json"
@@ -590,3 +592,41 @@ async def test_serving_says_the_sign_in_was_declined(tmp_path: Path) -> None:
             assert_clean_model_text(result)
             assert result_text(await proxy.ok("local__echo", {"text": "fine"})) == "fine"
         assert world.token_grants() == []
+
+
+async def test_oauth_false_turns_sign_in_off(tmp_path: Path) -> None:
+    with running_world(tmp_path / "world") as world:
+        config = write_config(tmp_path, world, oauth=False)
+        check = await patchbay(tmp_path, "check", str(config))
+        assert check.code == 1 and "needs sign-in" not in check.stdout and "401" in check.stdout, check.output
+        login = await patchbay(tmp_path, "login", SERVER, "--config", str(config))
+        assert login.code != 0 and "turned off" in login.output, login.output
+        async with serving(tmp_path, config) as proxy:
+            result = await proxy.call(f"{SERVER}__whoami")
+            error = auth_error(result)
+            assert error["code"] not in ("AUTH_REQUIRED", "AUTH_SERVER_UNREACHABLE"), error
+            assert_clean_model_text(result)
+            assert result_text(await proxy.ok("local__echo", {"text": "fine"})) == "fine"
+        assert browser_urls(tmp_path) == []
+        assert world.events("authorization") == [] and world.events("registration") == []
+
+
+async def test_a_pre_registered_client_from_the_config(tmp_path: Path) -> None:
+    client_id, client_secret = "patchbay-e2e", "e2e-" + "s3cr3t" * 6
+    with running_world(tmp_path / "world", client=(client_id, client_secret)) as world:
+        oauth = {"client_id": client_id, "client_secret": client_secret, "scope": "mcp:tools"}
+        config = write_config(tmp_path, world, oauth=oauth)
+        login = await patchbay(tmp_path, "login", SERVER, "--config", str(config))
+        assert login.code == 0, login.output
+        assert world.events("registration") == []  # no dynamic registration
+        [authorization] = world.events("authorization")
+        assert authorization["client_id"] == client_id
+        assert authorization["scope"].split()[0] == "mcp:tools", authorization
+        assert world.token_grants() == ["authorization_code"]
+        async with serving(tmp_path, config) as proxy:
+            await proxy.wait_for_tools({f"{SERVER}__whoami"}, within=30)
+            who = (await proxy.ok(f"{SERVER}__whoami")).structured_content
+            assert who is not None and who["client_id"] == client_id
+        for text in (login.output, proxy.written()):
+            assert client_secret not in text
+        assert_no_secret(tmp_path, login.output, proxy.written())

@@ -2,13 +2,15 @@
 // panva's oidc-provider (OpenID Certified), pinned in tests/e2e/package.json.
 //
 //   node authorization_server.mjs [--access-token-ttl SECONDS] [--events FILE] [--deny | --hold-consent]
+//                                 [--client-id ID --client-secret SECRET]
 //
 // Listens on 127.0.0.1 on a port free at that moment and prints one line on stdout once it
 // accepts connections: {"issuer": "http://127.0.0.1:PORT"}. Stops on SIGTERM or SIGINT.
 //
 // What it offers, as a remote MCP server's authorization server does:
 // - OpenID discovery (/.well-known/openid-configuration; no RFC 8414 document, so a client
-//   has to use the OpenID fallback), dynamic client registration (/reg, open),
+//   has to use the OpenID fallback), dynamic client registration (/reg, open), and with
+//   --client-id a pre-registered confidential client (client_secret_basic, any loopback port),
 // - the authorization code grant with PKCE required (S256 only) for every client,
 // - resource indicators (RFC 8707): a resource on loopback ending in /mcp gets JWT access
 //   tokens (RS256, signed with a key made at startup, published at /jwks) whose audience is
@@ -36,6 +38,8 @@ const { values: args } = parseArgs({
     events: { type: 'string' },
     deny: { type: 'boolean', default: false },
     'hold-consent': { type: 'boolean', default: false },
+    'client-id': { type: 'string' },
+    'client-secret': { type: 'string' },
   },
 });
 // --hold-consent: each consent waits for one approval (given before or while it waits).
@@ -73,8 +77,19 @@ function isLoopbackMcpResource(value) {
 
 const signingKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
 
+// --client-id/--client-secret: a client registered beforehand (a native app: any loopback port).
+const clients = args['client-id'] ? [{
+  client_id: args['client-id'],
+  client_secret: args['client-secret'],
+  application_type: 'native',
+  redirect_uris: ['http://127.0.0.1/callback'],
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  token_endpoint_auth_method: 'client_secret_basic',
+}] : [];
+
 const configuration = {
-  clients: [],
+  clients,
   cookies: { keys: [randomBytes(32).toString('base64url')] },
   jwks: { keys: [{ ...signingKey, kid: 'e2e-signing-key', alg: 'RS256', use: 'sig' }] },
   scopes: ['openid', 'offline_access', SCOPE],

@@ -157,18 +157,26 @@ def _read_events(path: Path, event: str | None) -> list[dict[str, Any]]:
 
 @contextmanager
 def running_world(
-    tmp: Path, *, access_token_ttl: int = 3600, deny: bool = False, hold_consent: bool = False
+    tmp: Path,
+    *,
+    access_token_ttl: int = 3600,
+    deny: bool = False,
+    hold_consent: bool = False,
+    client: tuple[str, str] | None = None,
 ) -> Iterator[World]:
     """The authorization server and the MCP server it protects, stopped on the way out.
 
     ``deny``: the person declines every sign-in. ``hold_consent``: each consent page answers
-    only after a ``World.approve()`` (a person taking their time)."""
+    only after a ``World.approve()`` (a person taking their time). ``client``: (id, secret)
+    of a client registered beforehand (confidential, any loopback redirect port)."""
     assert NODE is not None
     tmp.mkdir(parents=True, exist_ok=True)
     auth_events, mcp_events = tmp / "authorization-server.events", tmp / "mcp-server.events"
     command = [NODE, str(AUTHORIZATION_SERVER), "--events", str(auth_events)]
     command += ["--access-token-ttl", str(access_token_ttl)]
     command += [*(["--deny"] if deny else []), *(["--hold-consent"] if hold_consent else [])]
+    if client is not None:
+        command += ["--client-id", client[0], "--client-secret", client[1]]
     authorization = Announced(command, tmp / "authorization-server.stderr")
     try:
         issuer = authorization.announced["issuer"]
