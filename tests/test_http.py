@@ -50,12 +50,18 @@ def http_entry(url: str, **extra: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def http_rig(
-    tmp: Path, faulty: HttpFaults, settings: dict[str, Any] | None = None, **more: dict[str, Any]
+    tmp: Path,
+    faulty: HttpFaults,
+    settings: dict[str, Any] | None = None,
+    fake_keys: dict[str, Any] | None = None,
+    **more: dict[str, Any],
 ) -> AsyncGenerator[Rig]:
-    """The proxy in front of ``faulty`` (server 'fake'), a healthy fake (server 'good') and ``more`` entries."""
+    """The proxy in front of ``faulty`` (server 'fake', its entry with ``fake_keys``), a healthy
+    fake (server 'good') and ``more`` entries."""
     good = HttpFaults()
     async with serving(good) as good_url, serving(faulty) as url:
         fake = {"url": f"{url}/sse", "type": "sse"} if faulty.sse else http_entry(f"{url}/mcp")
+        fake = {**fake, **(fake_keys or {})}
         servers = {"good": http_entry(f"{good_url}/mcp"), "fake": fake, **more}
         async with proxy_rig(tmp, servers, {**SETTINGS, **(settings or {})}) as rig:
             await rig.ready("good")
@@ -188,7 +194,8 @@ async def test_credentials_refused_at_startup_say_so_and_are_not_retried(tmp_pat
     Server returned an error response" (SERVER_ERROR wording, retryable, "keeps retrying") and
     retried forever; a refused credential is a configuration problem only the user can fix."""
     faulty = HttpFaults(all_posts=status)
-    async with http_rig(tmp_path, faulty) as rig:
+    # "oauth": false: the 401 carries a Bearer challenge, which otherwise starts a sign-in (below).
+    async with http_rig(tmp_path, faulty, fake_keys={"oauth": False}) as rig:
         await rig.first_attempt("fake")
         timed = await rig.call("fake__echo", {}, within=5)
         info = timed.error
@@ -199,6 +206,24 @@ async def test_credentials_refused_at_startup_say_so_and_are_not_retried(tmp_pat
         upstream = rig.upstream("fake")
         assert upstream.state is State.FAILED and upstream.restarts == 0
         assert sum(1 for s in faulty.seen if s.rpc_method == "initialize") == 1
+
+
+async def test_a_bearer_challenge_at_startup_means_a_sign_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 401 with a Bearer challenge and no "oauth" key: the server needs a sign-in. A call starts
+    one (here the server refuses to register a client, so it fails with its own code); the server
+    waits in "needs sign-in" rather than being retried, and the others go on."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("BROWSER", "true")  # nothing is opened: the registration fails first
+    faulty = HttpFaults(all_posts=401)
+    async with http_rig(tmp_path, faulty) as rig:
+        await rig.first_attempt("fake")
+        upstream = rig.upstream("fake")
+        assert upstream.state is State.SIGN_IN and upstream.restarts == 0
+        info = (await rig.call("fake__echo", {}, within=15)).error
+        assert info["code"] == "AUTH_REGISTRATION_REFUSED" and info["category"] == "sign_in", info
+        assert "'fake'" in info["message"] and "oauth.client_id" in info["message"], info
+        assert upstream.state is State.SIGN_IN
+        assert sum(1 for s in faulty.seen if s.rpc_method == "initialize") == 2  # the proxy's, the sign-in's
 
 
 @pytest.mark.parametrize("status", [401, 403])

@@ -6,7 +6,8 @@
     └── UpstreamError              an upstream server failed, or the proxy protected it
         │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, RATE_LIMITED, CIRCUIT_OPEN, ...)
         └── NotDelivered           the request never reached the upstream: it is always safe to send again
-            └── SessionExpired     the upstream forgot our session: rebuild it, then send again
+            ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
+            └── SignedIn           the sign-in the call needed completed: send it again when ready
 
 Configuration mistakes in the file are ``config.ConfigError``; at call time a server
 that is disabled or misconfigured raises ``UpstreamError`` with code
@@ -206,6 +207,11 @@ class NotDelivered(UpstreamError):
 
 class SessionExpired(NotDelivered):
     """The upstream answered 404 for our session id: rebuild the session and send again."""
+
+
+class SignedIn(NotDelivered):
+    """A sign-in the call was waiting for completed (``oauth.gate``): send it again once the
+    server is ready."""
 
 
 def clip(text: str, limit: int = MAX_MODEL_TEXT) -> str:

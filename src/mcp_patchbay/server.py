@@ -51,6 +51,7 @@ from mcp_patchbay.errors import (
     ClientError,
     Code,
     PatchbayError,
+    SignedIn,
     UpstreamError,
     to_mcp_error,
     to_result,
@@ -396,7 +397,7 @@ class Proxy:
         notes = unavailable_notes(request.query, self.supervisor.upstreams.values())
         return find_result(index, request, notes, self.exposure.names)
 
-    async def _resolve(self, called: str) -> CatalogTool:
+    async def _resolve(self, called: str, *, again: bool = True) -> CatalogTool:
         catalog = self.supervisor.catalog
         resolver = catalog.tool_resolver
         assert resolver is not None
@@ -410,7 +411,11 @@ class Proxy:
         if resolution.kind == "server_unavailable" and resolution.server is not None:
             upstream = self.supervisor.upstreams.get(resolution.server)
             if upstream is not None:
-                raise await upstream.unavailable()
+                error = await upstream.unavailable()
+                # Signed in just now (oauth.gate): once it is ready its tools are in the catalog.
+                if again and isinstance(error, SignedIn) and await upstream.wait_ready(self.settings.connect_timeout):
+                    return await self._resolve(called, again=False)
+                raise error
         searching = self.exposure.search_mode(catalog)
         raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
 

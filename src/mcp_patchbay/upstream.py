@@ -42,6 +42,7 @@ from mcp_patchbay.errors import (
     Code,
     NotDelivered,
     PatchbayError,
+    SignedIn,
     UpstreamError,
     translate,
 )
@@ -245,7 +246,19 @@ class Upstream:
 
     # --- the call -----------------------------------------------------------------------
 
-    async def send_call(self, call: ToolCall) -> RawResult:
+    async def send_call(self, call: ToolCall, *, signed_in_again: bool = True) -> RawResult:
+        """Send one tool call. A call refused for want of a sign-in that completes while it
+        waits (``gate.needed``: a browser that remembered the consent) is sent once more."""
+        try:
+            return await self._send_call(call)
+        except SignedIn:
+            if not signed_in_again:
+                raise
+            if not await self.wait_ready(call.deadline.remaining()):
+                raise
+        return await self.send_call(call, signed_in_again=False)
+
+    async def _send_call(self, call: ToolCall) -> RawResult:
         session = self._session
         if session is None and not self.first_attempt_done.is_set():
             # A call that arrives during startup waits for it, within its own deadline.
@@ -410,6 +423,8 @@ class Upstream:
     def _record_failure(self, exc: BaseException) -> None:
         error = self._translate(exc)
         self.error = error
+        if error.code is Code.AUTH_REQUIRED:
+            return  # not a failure: the user has to sign in (_wait_for_sign_in says so)
         self.log.error(
             "server '%s' %s: %s (%s)",
             self.name,

@@ -6,10 +6,11 @@ Both print to stderr (stdout stays free, as when serving) and return the exit st
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from mcp_patchbay.config import Config, RemoteSpec
-from mcp_patchbay.errors import UpstreamError
+from mcp_patchbay.errors import Code, UpstreamError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -39,6 +40,20 @@ def _remote(config: Config, name: str) -> RemoteSpec | None:
     return spec
 
 
+_FOR_A_PERSON: dict[Code, str] = {
+    Code.AUTH_DENIED: "the sign-in was declined in the browser",
+    Code.AUTH_SERVER_UNREACHABLE: "the server's authorization server could not be reached",
+    Code.AUTH_REGISTRATION_REFUSED: (
+        "the authorization server refused to register mcp-patchbay as a client; register one with it and "
+        'put its ID in the entry\'s "oauth": {"client_id": ...}'
+    ),
+    Code.AUTH_STATE_MISMATCH: "the browser came back from another sign-in attempt (state mismatch); try again",
+    Code.AUTH_TOKEN_ERROR: "the authorization server refused to issue a token",
+    Code.AUTH_REQUIRED: "the sign-in was not finished in time",
+}
+"""``login``'s words for a failed sign-in; the model's words (``exc.message``) ask it to talk to the user."""
+
+
 async def login(config: Config, name: str) -> int:
     from mcp_patchbay.oauth.signin import open_in_browser, sign_in
     from mcp_patchbay.oauth.store import TokenStore
@@ -47,19 +62,19 @@ async def login(config: Config, name: str) -> int:
     if spec is None:
         return EXIT_USAGE
     store = TokenStore(spec.url)
+    # The SDK logs its own flow's failures with a traceback; here the failure is said below.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
 
     async def show(url: str) -> None:
         _say(f"Signing in to {name!r}: opening the authorization page in your browser.")
+        _say(f"If it does not open, open this address yourself:\n  {url}")
         if not await open_in_browser(url):
-            _say("No browser could be opened; open this address yourself:")
-        else:
-            _say("If it did not open, open this address yourself:")
-        _say(f"  {url}")
+            _say("(No browser could be opened.)")
 
     try:
         done = await sign_in(name, spec, store, show)
     except UpstreamError as exc:
-        _say(f"mcp-patchbay: signing in to {name!r} failed: {exc.message}")
+        _say(f"mcp-patchbay: signing in to {name!r} failed: {_FOR_A_PERSON.get(exc.code, exc.message)}")
         if exc.detail:
             _say(f"  ({exc.detail})")
         return EXIT_FAILED

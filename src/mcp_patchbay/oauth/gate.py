@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcp_patchbay.config import RemoteSpec, Settings
-from mcp_patchbay.errors import Code, PatchbayError, UpstreamError
+from mcp_patchbay.errors import Code, PatchbayError, SignedIn, UpstreamError
 
 if TYPE_CHECKING:
     from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
@@ -31,6 +31,8 @@ logger = logging.getLogger("mcp_patchbay.oauth")
 
 BROWSER_WAIT = 10.0
 """Seconds a call waits for the browser to open (or a quick sign-in to finish) before answering."""
+QUICK_SIGN_IN = 0.5
+"""Seconds a call waits, once the browser opened, for a sign-in that needs no one (consent remembered)."""
 STORE_POLL = 2.0
 """Seconds between looks at the stored sign-in while a server waits for one made elsewhere."""
 MAX_SIGN_INS = 3
@@ -53,7 +55,8 @@ class SignInGate:
     _live: UpstreamAuth | None = None
     _wanted: anyio.Event = field(default_factory=anyio.Event)
     _opened: anyio.Event = field(default_factory=anyio.Event)
-    _finished: anyio.Event = field(default_factory=anyio.Event)
+    _completed: anyio.Event = field(default_factory=anyio.Event)
+    """Set when a sign-in completes, then replaced: each waiter holds the one it waits on."""
     _running: bool = False
     _started: deque[float] = field(default_factory=deque[float])
 
@@ -121,6 +124,13 @@ class SignInGate:
                 server=self.name,
                 tool=tool,
             )
+        if not self._running:
+            return UpstreamError(
+                Code.AUTH_REQUIRED,
+                f"Server {where} {need}. Calling one of its tools opens a sign-in page in the user's browser.",
+                server=self.name,
+                tool=tool,
+            )
         return UpstreamError(
             Code.AUTH_REQUIRED,
             f"Server {where} {need}. A sign-in page opened in the user's browser: ask the user to finish "
@@ -130,20 +140,33 @@ class SignInGate:
             tool=tool,
         )
 
-    async def needed(self, tool: str | None = None) -> UpstreamError:
+    async def needed(self, tool: str | None = None) -> PatchbayError:
         """A call needs a sign-in: start one unless one runs (or the user runs ``login``
-        themselves), wait a moment for the browser to open, and say what the user must do."""
+        themselves), wait a moment for the browser to open, and say what the user must do.
+
+        A sign-in that completes within that moment (a browser that remembered the user's
+        consent) answers ``SignedIn``: the call waits for the server to be ready and is sent again."""
+        completed = self._completed
         if self.settings.open_browser and not self._running and not self._limited():
             self.last_failure = None
             self.browser_opened = None
             self._started.append(time.monotonic())
             self._opened = anyio.Event()
-            self._finished = anyio.Event()
             self._running = True
             self._wanted.set()
         if self._running:
             with anyio.move_on_after(BROWSER_WAIT):
                 await self._opened.wait()
+            with anyio.move_on_after(QUICK_SIGN_IN):
+                await completed.wait()
+        if completed.is_set():
+            return SignedIn(
+                Code.SERVER_STARTING,
+                f"Signed in to server '{self.name}' just now; it is connecting. Call this tool again.",
+                retry_after_ms=1000,
+                server=self.name,
+                tool=tool,
+            )
         return self.required(tool)
 
     def _limited(self) -> bool:
@@ -159,7 +182,7 @@ class SignInGate:
         while True:
             await self._wanted.wait()
             self._wanted = anyio.Event()
-            opened, finished = self._opened, self._finished
+            opened = self._opened
 
             async def show(url: str, opened: anyio.Event = opened) -> None:
                 self.browser_opened = await open_in_browser(url)
@@ -173,25 +196,25 @@ class SignInGate:
                 done = await sign_in(self.name, self.spec, self.store, show, challenge=self.challenge)
             except UpstreamError as exc:
                 self.last_failure = exc
+                logger.error("sign-in to '%s' failed: %s (%s)", self.name, exc.code.value, exc.detail)
             except Exception as exc:  # never let a sign-in end the upstream
                 logger.exception("sign-in to '%s' failed unexpectedly", self.name)
                 self.last_failure = failure(exc, self.name, self.spec.url)
             else:
                 self.challenge = None
                 logger.warning("sign-in to '%s' %s", self.name, "completed" if done else "was not asked for")
+                completed, self._completed = self._completed, anyio.Event()
+                completed.set()
             finally:
                 self._running = False
                 opened.set()
-                finished.set()
 
     async def wait_signed_in(self, since: int) -> None:
         """Return once the stored sign-in changed from version ``since`` (a sign-in here, or
         ``mcp-patchbay login`` in another process)."""
         while self.store.version() == since:
             with anyio.move_on_after(STORE_POLL):
-                await self._finished.wait()
-            if self._finished.is_set() and not self._running:
-                self._finished = anyio.Event()
+                await self._completed.wait()
 
 
 __all__ = ["SignInGate"]

@@ -132,6 +132,13 @@ class UpstreamAuth(OAuthClientProvider):
             ctx.current_tokens = None
             self._fresh = False
         ctx.token_expiry_time = self.store.expires_at() if ctx.current_tokens is not None else None
+        if ctx.oauth_metadata is None:  # discovered by the sign-in, in this process or another
+            server, resource = self.store.metadata()
+            ctx.oauth_metadata = server
+            if resource is not None and ctx.protected_resource_metadata is None:
+                ctx.protected_resource_metadata = resource
+                if resource.authorization_servers:
+                    ctx.auth_server_url = str(resource.authorization_servers[0])
         configured = self._configured_client()
         if configured is not None and (ctx.client_info is None or ctx.client_info.client_id != configured.client_id):
             if ctx.client_info is not None:  # the config names another client: its tokens are not ours
@@ -189,6 +196,7 @@ class UpstreamAuth(OAuthClientProvider):
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
         self.exchanged = True
+        self.store.set_metadata(self.context.oauth_metadata, self.context.protected_resource_metadata)
 
     # --- the flow ------------------------------------------------------------------------------
 
@@ -203,11 +211,11 @@ class UpstreamAuth(OAuthClientProvider):
             while True:
                 if outgoing is not request:
                     response = yield outgoing
-                elif self._feed is not None and "authorization" in request.headers:
+                elif (feed := self._take_feed()) is not None and "authorization" in request.headers:
                     # A sign-in made necessary by a step-up: let the SDK see the challenge the
-                    # server gave, without sending the request only to be refused again.
-                    challenge, self._feed = self._feed, None
-                    headers = {"www-authenticate": challenge.www_authenticate}
+                    # server gave, without sending the request only to be refused again. Only
+                    # the first time the request goes out, with the token to step up from.
+                    headers = {"www-authenticate": feed.www_authenticate}
                     response = httpx2.Response(403, headers=headers, request=request)
                 else:
                     sent_token = "authorization" in request.headers
@@ -226,6 +234,10 @@ class UpstreamAuth(OAuthClientProvider):
             return
         finally:
             await inner.aclose()
+
+    def _take_feed(self) -> Challenge | None:
+        feed, self._feed = self._feed, None
+        return feed
 
     async def _without_person(
         self, request: httpx2.Request, response: httpx2.Response, sent_token: bool

@@ -68,7 +68,8 @@ async def sign_in(
     ``show`` gets the authorization URL (to open a browser, print it, or both). A
     ``challenge`` is the refusal that made this sign-in necessary: with a step-up, the
     stored tokens are kept so that the new grant adds to them; otherwise the sign-in
-    starts afresh. Raises ``UpstreamError`` with a sign-in code (``failure``).
+    starts afresh. Raises ``UpstreamError`` with a sign-in code (``failure``); the caller
+    says it (the traceback is logged at DEBUG).
     """
     step_up = challenge is not None and challenge.step_up
     provider: UpstreamAuth | None = None
@@ -94,9 +95,8 @@ async def sign_in(
         if isinstance(exc, anyio.get_cancelled_exc_class()):
             raise
         error = failure(exc, name, spec.url, signed_in=provider is not None and provider.exchanged)
-        logger.error(
-            "signing in to '%s' failed: %s (%s)", name, error.message, error.detail, exc_info=_leaf(exc) or exc
-        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("signing in to '%s' failed", name, exc_info=_leaf(exc) or exc)
         raise error from exc
     return provider.exchanged
 
@@ -125,6 +125,7 @@ async def _callback(name: str, spec: RemoteSpec, store: TokenStore) -> AsyncGene
 
 def _free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener will: TIME_WAIT is free
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
 logger = logging.getLogger("mcp_patchbay.oauth")
@@ -100,12 +100,31 @@ class TokenStore:
             logger.warning("ignoring a malformed client registration in the sign-in file of %s", self.server_url)
             return None
 
-    def forget_client(self) -> None:
-        """Drop the stored client registration (and the tokens issued to it)."""
+    def set_metadata(self, server: OAuthMetadata | None, resource: ProtectedResourceMetadata | None) -> None:
+        """Keep what discovery found, so that a later process refreshes at the right token
+        endpoint without a refusal to discover it from."""
         data = self._read()
-        if data.pop("client_info", None) is not None or data.pop("tokens", None) is not None:
-            data.pop("tokens", None)
-            data.pop("expires_at", None)
+        for key, value in (("authorization_server", server), ("protected_resource", resource)):
+            if value is not None:
+                data[key] = value.model_dump(mode="json", exclude_none=True)
+        self._write(data)
+
+    def metadata(self) -> tuple[OAuthMetadata | None, ProtectedResourceMetadata | None]:
+        data = self._read()
+        found: list[Any] = []
+        for key, model in (("authorization_server", OAuthMetadata), ("protected_resource", ProtectedResourceMetadata)):
+            raw = data.get(key)
+            try:
+                found.append(model.model_validate(raw) if isinstance(raw, dict) else None)
+            except ValidationError:
+                found.append(None)
+        return found[0], found[1]
+
+    def forget_client(self) -> None:
+        """Drop the stored client registration, so that the next sign-in registers anew. Its
+        tokens stay: the access token still works, and its scope is what a step-up adds to."""
+        data = self._read()
+        if data.pop("client_info", None) is not None:
             self._write(data)
 
     def signed_in(self) -> bool:
