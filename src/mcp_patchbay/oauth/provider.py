@@ -132,6 +132,7 @@ class UpstreamAuth(OAuthClientProvider):
             ctx.current_tokens = None
             self._fresh = False
         ctx.token_expiry_time = self.store.expires_at() if ctx.current_tokens is not None else None
+        self._expire_early()
         if ctx.oauth_metadata is None:  # discovered by the sign-in, in this process or another
             server, resource = self.store.metadata()
             ctx.oauth_metadata = server
