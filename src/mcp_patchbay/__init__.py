@@ -16,7 +16,8 @@ The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
 
 Modules, by what they own:
 
-- Entry and wiring: ``cli`` (arguments, logging, ``serve`` and ``check``), ``server``
+- Entry and wiring: ``cli`` (arguments, logging, ``serve``, ``check``, ``login`` and
+  ``logout``), ``server``
   (``Proxy``: the SDK's server, change notifications, the tool path and the one edge
   where errors become results), ``supervisor`` (all upstreams: start, startup wait,
   catalog rebuilds, reload), ``watch`` (config file changes, SIGHUP).
@@ -39,11 +40,15 @@ Modules, by what they own:
   transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and
   SSE), ``rawcalls`` (the upstream lane), ``sdk`` (the one adapter over the SDK's private
   attributes), ``spawn`` (processes started before the SDK import, their one owner, and
-  the watchdog that stops them if the proxy is killed).
+  the watchdog that stops them if the proxy is killed), ``oauth/`` (signing in to remote
+  servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
+  ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
+  sign-in while serving, ``commands`` ``login`` and ``logout``).
 
 I/O happens only in ``cli``, ``watch``, ``client_wire``, ``lane``, ``server``,
 ``client_channel``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
-``transports/``, ``rawcalls``, ``sdk`` and ``spawn``; ``config.loading`` reads the one file.
+``transports/``, ``rawcalls``, ``sdk``, ``spawn`` and ``oauth/`` (the browser, the
+loopback listener, the tokens' files); ``config.loading`` reads the one file.
 
 The event loop: the proxy runs on asyncio, through anyio's asyncio backend. Most code
 is written against anyio (task groups, cancel scopes, memory streams), but the hot
