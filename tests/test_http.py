@@ -219,6 +219,7 @@ async def test_a_bearer_challenge_at_startup_means_a_sign_in(tmp_path: Path, mon
         await rig.first_attempt("fake")
         upstream = rig.upstream("fake")
         assert upstream.state is State.SIGN_IN and upstream.restarts == 0
+        assert "fake__sign_in" in await rig.alive()  # what the model can call to start the sign-in
         info = (await rig.call("fake__echo", {}, within=15)).error
         assert info["code"] == "AUTH_REGISTRATION_REFUSED" and info["category"] == "sign_in", info
         assert "'fake'" in info["message"] and "oauth.client_id" in info["message"], info

@@ -27,7 +27,7 @@ from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.upstream import State, Upstream
+from mcp_patchbay.upstream import State, Upstream, sign_in_tool
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 
@@ -150,17 +150,23 @@ class Supervisor:
                 continue
             spec = entry.spec
             unavailable = None
-            if upstream.state is not State.READY and not upstream.listing.tools:
-                unavailable = upstream.reason()
             listing = upstream.listing
+            tools = listing.tools
+            tool_filter = spec.tools if spec is not None else None
+            if upstream.state is not State.READY and not tools:
+                unavailable = upstream.reason()
+                if upstream.state is State.SIGN_IN:
+                    # Listed whatever the filters say, so the model can start the sign-in the user wants;
+                    # any other name of the server still resolves to it (unavailable).
+                    tools, tool_filter = [sign_in_tool(entry.name)], None
             sources.append(
                 Source(
                     entry.name,
-                    tools=listing.tools,
+                    tools=tools,
                     prompts=listing.prompts,
                     resources=listing.resources,
                     templates=listing.templates,
-                    tool_filter=spec.tools if spec is not None else None,
+                    tool_filter=tool_filter,
                     unavailable=unavailable,
                 )
             )

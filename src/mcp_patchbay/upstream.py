@@ -72,6 +72,21 @@ _GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
 """Startup failures not retried in the background: only the user can fix them (a config reload retries)."""
 STABLE_AFTER = 60.0
 """A connection that lived this long resets the restart backoff."""
+SIGN_IN_TOOL = "sign_in"
+"""The tool listed for a server that waits for a sign-in, in place of the tools it cannot list yet."""
+
+
+def sign_in_tool(server: str) -> types.Tool:
+    """What the model sees of a server that needs a sign-in: one tool that starts it."""
+    return types.Tool(
+        name=SIGN_IN_TOOL,
+        description=(
+            f"Server '{server}' needs the user to sign in before its tools can be used. Call this (no arguments) "
+            "when the user wants to use it: it opens the sign-in page in the user's browser; once the user has "
+            "signed in, the server's own tools are listed."
+        ),
+        input_schema={"type": "object", "properties": {}},
+    )
 
 
 class State(enum.StrEnum):
@@ -249,6 +264,8 @@ class Upstream:
     async def send_call(self, call: ToolCall, *, signed_in_again: bool = True) -> RawResult:
         """Send one tool call. A call refused for want of a sign-in that completes while it
         waits (``gate.needed``: a browser that remembered the consent) is sent once more."""
+        if call.tool == SIGN_IN_TOOL and self.gate is not None and self._session is None:
+            return await self._sign_in_now(self.gate)
         try:
             return await self._send_call(call)
         except SignedIn:
@@ -257,6 +274,15 @@ class Upstream:
             if not await self.wait_ready(call.deadline.remaining()):
                 raise
         return await self.send_call(call, signed_in_again=False)
+
+    async def _sign_in_now(self, gate: SignInGate) -> RawResult:
+        """The listed ``sign_in`` tool (``sign_in_tool``) was called."""
+        error = await gate.needed()
+        if not isinstance(error, SignedIn):
+            raise error
+        await self.wait_ready(self.settings.connect_timeout)
+        text = f"Signed in to server '{self.name}'. Its tools are listed now."
+        return {"content": [{"type": "text", "text": text}]}
 
     async def _send_call(self, call: ToolCall) -> RawResult:
         session = self._session
