@@ -84,12 +84,13 @@ class Upstream:
     def __init__(self, answers: list[httpx2.Response]) -> None:
         self.answers = answers
         self.seen: list[httpx2.Request] = []
+        self.refuse_refresh = False
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.seen.append(request)
         if request.url.path == "/token":
             body = request.content.decode()
-            if "grant_type=refresh_token" in body:
+            if "grant_type=refresh_token" in body and not self.refuse_refresh:
                 return httpx2.Response(200, json={"access_token": "fresh", "expires_in": 3600, "refresh_token": "r2"})
             return httpx2.Response(400, json={"error": "invalid_grant"})
         return self.answers.pop(0)
@@ -199,6 +200,47 @@ def metadata(**more: Any) -> OAuthMetadata:
     )
 
 
+async def test_a_refused_refresh_returns_the_resources_own_refusal(store: TokenStore, client_for: Any) -> None:
+    await store.set_tokens(OAuthToken(access_token="revoked", expires_in=3600, refresh_token="bad"))
+    await store.set_client_info(OAuthClientInformationFull(client_id="c1"))
+    store.set_metadata(metadata(), None)
+    auth = served(store)
+    upstream = Upstream([httpx2.Response(401, headers=BEARER), httpx2.Response(401, headers=BEARER)])
+    upstream.refuse_refresh = True
+    response = await client_for(auth, upstream).post(URL, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert response.status_code == 401 and response.request.url.path == "/mcp"  # not the token endpoint's 400
+    assert [r.url.path for r in upstream.seen] == ["/mcp", "/token", "/mcp"]
+    assert "authorization" not in upstream.seen[-1].headers
+    assert auth.challenge is not None and auth.challenge.status == 401
+
+
+async def test_a_refresh_cancelled_midway_leaves_the_connection_usable(store: TokenStore, client_for: Any) -> None:
+    await store.set_tokens(OAuthToken(access_token="revoked", expires_in=3600, refresh_token="r1"))
+    await store.set_client_info(OAuthClientInformationFull(client_id="c1"))
+    store.set_metadata(metadata(), None)
+    auth = served(store)
+    at_token, answer = anyio.Event(), anyio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/token":
+            at_token.set()
+            await answer.wait()
+            return httpx2.Response(200, json={"access_token": "fresh", "expires_in": 3600})
+        ok = request.headers.get("authorization") == "Bearer fresh"
+        return httpx2.Response(200 if ok else 401, headers={} if ok else BEARER, json={})
+
+    client = httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(handler))
+    async with client, anyio.create_task_group() as tg:
+        tg.start_soon(client.post, URL)
+        with anyio.fail_after(5):
+            await at_token.wait()
+        tg.cancel_scope.cancel()  # the call is abandoned while the refresh holds the lock
+    answer.set()
+    async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(handler)) as again:
+        with anyio.fail_after(5):
+            assert (await again.post(URL)).status_code == 200
+
+
 def test_the_sdk_provider_members_upstream_auth_relies_on_are_present() -> None:
     """UpstreamAuth overrides or calls these protected members of the SDK's provider: an SDK
     upgrade that moves one must fail here, not in a user's sign-in."""
@@ -230,7 +272,11 @@ async def test_the_loopback_takes_the_code_and_reports_a_denial() -> None:
                 result = await site.result()
             assert (result.code, result.state) == ("c0de", "s1")
     async with loopback("svc", None) as site:
+        site.expect("https://as.example/authorize?client_id=c&state=s1&code_challenge=x")
         async with httpx2.AsyncClient() as browser:
+            # Another page cannot end the sign-in: a callback with another state is refused.
+            forged = await browser.get(site.redirect_uri, params={"error": "access_denied", "state": "other"})
+            assert forged.status_code == 400
             await browser.get(site.redirect_uri, params={"error": "access_denied", "state": "s1"})
         with pytest.raises(UpstreamError) as denied, anyio.fail_after(5):
             await site.result()
@@ -264,6 +310,16 @@ def test_the_oauth_key_in_a_config(tmp_path: Path) -> None:
     assert entries["d"].problem == "mcpServers.d.oauth: unknown key 'scpe' (did you mean 'scope'?)"
     assert "client_metadata_url: expected an https:// URL" in (entries["e"].problem or "")
     assert "'oauth' applies only to remote servers" in (entries["f"].problem or "")
+
+
+def test_the_configured_scope_stays_when_a_challenge_names_another() -> None:
+    from mcp_patchbay.oauth.provider import client_metadata
+
+    metadata = client_metadata("http://127.0.0.1:1/callback", OAuthSettings(scope="read:custom"))
+    metadata.scope = "mcp:tools"  # what the SDK's flow does with the challenge's scope
+    assert set((metadata.scope or "").split()) == {"read:custom", "mcp:tools"}
+    metadata.scope = None
+    assert metadata.scope == "read:custom"
 
 
 def test_login_and_logout_take_the_server_then_the_config() -> None:

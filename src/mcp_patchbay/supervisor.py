@@ -90,6 +90,7 @@ class Supervisor:
             wait_for_client=self.wait_for_client,
             connector=self.connector,
             prespawned=self.prespawned,
+            config_path=self.config.path,
         )
         self.upstreams[entry.name] = upstream
         scope = anyio.CancelScope()

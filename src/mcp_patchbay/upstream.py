@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -113,6 +114,8 @@ class Upstream:
     prespawned: Prespawned | None = None
     """Where the process started for this server before the SDK was imported waits (``spawn``):
     the first connection takes it; restarts spawn anew."""
+    config_path: Path | None = None
+    """The config file, for the ``mcp-patchbay login`` command a sign-in message names."""
 
     state: State = State.STARTING
     listing: Listing = field(default_factory=Listing)
@@ -159,7 +162,7 @@ class Upstream:
         elif isinstance(spec, RemoteSpec) and spec.signs_in and self.connector is None:
             from mcp_patchbay.oauth.gate import SignInGate
 
-            self.gate = SignInGate.for_server(self.name, spec, settings)
+            self.gate = SignInGate.for_server(self.name, spec, settings, self.config_path)
 
     # --- what callers ask -------------------------------------------------------------
 
@@ -189,8 +192,8 @@ class Upstream:
             return "disabled in the config"
         if self.state is State.INVALID:
             return f"config error: {self.entry.problem}"
-        if self.state is State.SIGN_IN:
-            return f"needs sign-in: run 'mcp-patchbay login {self.name}'"
+        if self.state is State.SIGN_IN and self.gate is not None:
+            return f"needs sign-in: run {self.gate.login_command}"
         if self.error is not None:
             return self.error.message
         return "still starting"
@@ -264,7 +267,7 @@ class Upstream:
     async def send_call(self, call: ToolCall, *, signed_in_again: bool = True) -> RawResult:
         """Send one tool call. A call refused for want of a sign-in that completes while it
         waits (``gate.needed``: a browser that remembered the consent) is sent once more."""
-        if call.tool == SIGN_IN_TOOL and self.gate is not None and self._session is None:
+        if call.tool == SIGN_IN_TOOL and self.gate is not None and self.state is State.SIGN_IN:
             return await self._sign_in_now(self.gate)
         try:
             return await self._send_call(call)
@@ -280,7 +283,8 @@ class Upstream:
         error = await gate.needed()
         if not isinstance(error, SignedIn):
             raise error
-        await self.wait_ready(self.settings.connect_timeout)
+        if not await self.wait_ready(self.settings.connect_timeout):
+            raise error
         text = f"Signed in to server '{self.name}'. Its tools are listed now."
         return {"content": [{"type": "text", "text": text}]}
 
@@ -429,11 +433,10 @@ class Upstream:
 
     async def _wait_for_sign_in(self, gate: SignInGate) -> None:
         """Wait, in state ``SIGN_IN``, until a sign-in completes here or elsewhere; then reconnect."""
-        since = gate.store.version()
         self.state = State.SIGN_IN
-        self.log.warning("server '%s' needs a sign-in: run 'mcp-patchbay login %s'", self.name, self.name)
+        self.log.warning("server '%s' needs a sign-in: run %s", self.name, gate.login_command)
         self.on_change(self)
-        await gate.wait_signed_in(since)
+        await gate.wait_signed_in()
         self.log.info("server '%s': signed in; connecting", self.name)
         self.state = State.STARTING
         self.error = None

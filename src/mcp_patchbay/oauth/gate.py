@@ -13,9 +13,11 @@ another process (the stored file changed), so the upstream reconnects.
 from __future__ import annotations
 
 import logging
+import shlex
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -47,6 +49,8 @@ class SignInGate:
     spec: RemoteSpec
     settings: Settings
     store: TokenStore
+    login_command: str = ""
+    """What the user runs to sign in from a terminal (with the config's path when known)."""
     challenge: Challenge | None = None
     """What the server last asked for that only a sign-in gives (None: nothing pending)."""
     last_failure: UpstreamError | None = None
@@ -59,12 +63,15 @@ class SignInGate:
     """Set when a sign-in completes, then replaced: each waiter holds the one it waits on."""
     _running: bool = False
     _started: deque[float] = field(default_factory=deque[float])
+    _refused: str = ""
+    """The fingerprint of the stored tokens when the server last refused them (``TokenStore.fingerprint``)."""
 
     @classmethod
-    def for_server(cls, name: str, spec: RemoteSpec, settings: Settings) -> SignInGate:
+    def for_server(cls, name: str, spec: RemoteSpec, settings: Settings, config: Path | None = None) -> SignInGate:
         from mcp_patchbay.oauth.store import TokenStore
 
-        return cls(name, spec, settings, TokenStore(spec.url))
+        where = f" --config {shlex.quote(str(config))}" if config is not None else ""
+        return cls(name, spec, settings, TokenStore(spec.url), f"'mcp-patchbay login {name}{where}'")
 
     # --- a connection --------------------------------------------------------------------
 
@@ -100,23 +107,38 @@ class SignInGate:
         if challenge.status == 401 and self.spec.oauth is None and not bearer_challenge_text(challenge):
             return error  # a refusal without a Bearer challenge, and no "oauth" in the entry: not OAuth
         self.challenge = challenge
+        self._refused = self.store.fingerprint()
         live.challenge = None
-        return self.required(tool=error.tool)
+        return UpstreamError(
+            Code.AUTH_REQUIRED,
+            f"Server '{self.name}' needs the user to sign in.",
+            detail=f"HTTP {challenge.status}; challenge: {challenge.www_authenticate[:300]}",
+            server=self.name,
+            tool=error.tool,
+        )
 
     # --- asking the user -----------------------------------------------------------------
 
     def required(self, tool: str | None = None) -> UpstreamError:
         """The answer for a call that needs a sign-in, as things stand."""
         where = f"'{self.name}'"
-        login = f"'mcp-patchbay login {self.name}'"
+        login = self.login_command
         challenge = self.challenge
         need = "needs the user to sign in"
         if challenge is not None and challenge.step_up:
             scope = f" ({challenge.scope})" if challenge.scope else ""
             need = f"needs the user to grant more access{scope}"
+        if not self._running and self._limited():
+            return UpstreamError(
+                Code.AUTH_REQUIRED,
+                f"Server {where} {need}, and {MAX_SIGN_INS} sign-ins in the browser did not give it. Tell the "
+                f"user; they can sign in from a terminal with {login}.",
+                server=self.name,
+                tool=tool,
+            )
         if self.last_failure is not None and not self._running:
             return self.last_failure
-        if not self.settings.open_browser or self.browser_opened is False or self._limited():
+        if not self.settings.open_browser or self.browser_opened is False:
             why = " No browser window could be opened." if self.browser_opened is False else ""
             return UpstreamError(
                 Code.AUTH_REQUIRED,
@@ -186,17 +208,23 @@ class SignInGate:
 
             async def show(url: str, opened: anyio.Event = opened) -> None:
                 self.browser_opened = await open_in_browser(url)
-                if self.browser_opened:
-                    logger.warning("sign-in to '%s': opened the browser on its authorization page", self.name)
-                else:
-                    logger.warning("sign-in to '%s': no browser could be opened; the page is %s", self.name, url)
                 opened.set()
+                if not self.browser_opened:
+                    # No one can finish it: end it now (the answer names the login command), rather
+                    # than hold the callback port that command will want.
+                    raise NoBrowser(self.name)
+                logger.warning("sign-in to '%s': opened the browser on its authorization page", self.name)
 
             try:
                 done = await sign_in(self.name, self.spec, self.store, show, challenge=self.challenge)
+            except NoBrowser:
+                logger.warning("sign-in to '%s': no browser could be opened; run %s", self.name, self.login_command)
             except UpstreamError as exc:
-                self.last_failure = exc
-                logger.error("sign-in to '%s' failed: %s (%s)", self.name, exc.code.value, exc.detail)
+                if self.browser_opened is False:
+                    logger.warning("sign-in to '%s': no browser could be opened; run %s", self.name, self.login_command)
+                else:
+                    self.last_failure = exc
+                    logger.error("sign-in to '%s' failed: %s (%s)", self.name, exc.code.value, exc.detail)
             except Exception as exc:  # never let a sign-in end the upstream
                 logger.exception("sign-in to '%s' failed unexpectedly", self.name)
                 self.last_failure = failure(exc, self.name, self.spec.url)
@@ -209,12 +237,24 @@ class SignInGate:
                 self._running = False
                 opened.set()
 
-    async def wait_signed_in(self, since: int) -> None:
-        """Return once the stored sign-in changed from version ``since`` (a sign-in here, or
-        ``mcp-patchbay login`` in another process)."""
-        while self.store.version() == since:
+    async def wait_signed_in(self) -> None:
+        """Return once there are tokens other than those the server refused: a sign-in here, or
+        ``mcp-patchbay login`` in another process (the stored file is looked at every 2 s; a
+        registration or metadata written meanwhile does not count)."""
+        while True:
+            completed = self._completed
             with anyio.move_on_after(STORE_POLL):
-                await self._completed.wait()
+                await completed.wait()
+            if completed.is_set() or self.store.fingerprint() != self._refused:
+                self.last_failure = None
+                return
 
 
-__all__ = ["SignInGate"]
+class NoBrowser(UpstreamError):
+    """A served sign-in found no browser to open (``SignInGate.run`` ends it at once)."""
+
+    def __init__(self, server: str) -> None:
+        super().__init__(Code.AUTH_REQUIRED, f"No browser could be opened to sign in to '{server}'.", server=server)
+
+
+__all__ = ["NoBrowser", "SignInGate"]

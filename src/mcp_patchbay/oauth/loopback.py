@@ -35,12 +35,20 @@ class Loopback:
 
     server: str
     port: int
+    state: str | None = None
+    """The ``state`` of the authorization request sent to the browser (``expect``): a callback
+    with another one is answered 400 and the wait goes on, so no other page can end a sign-in."""
     _outcome: AuthorizationCodeResult | UpstreamError | None = None
     _arrived: anyio.Event = field(default_factory=anyio.Event)
 
     @property
     def redirect_uri(self) -> str:
         return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+
+    def expect(self, authorization_url: str) -> None:
+        """Note the ``state`` of the authorization URL about to be opened."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(authorization_url).query)
+        self.state = query.get("state", [None])[0]
 
     async def result(self) -> AuthorizationCodeResult:
         """The redirect's parameters, once the browser brings them (the SDK's callback handler)."""
@@ -79,6 +87,8 @@ class Loopback:
         if self._arrived.is_set():
             return "200 OK", _page("Already done", "This sign-in is already finished; you can close this tab.")
         query = {k: v[0] for k, v in urllib.parse.parse_qs(target.query).items()}
+        if self.state is not None and query.get("state") != self.state:
+            return "400 Bad Request", _page("Not this sign-in", "This is not the sign-in mcp-patchbay is waiting for.")
         name = html.escape(self.server)
         if "error" in query:
             self._outcome = refusal(self.server, query.get("error", ""), query.get("error_description"))
@@ -95,9 +105,22 @@ class Loopback:
         return "200 OK", _page("Signed in", f"mcp-patchbay is signed in to {name}. You can close this tab.")
 
 
+_ERROR_CODES = frozenset(
+    {
+        "invalid_request",
+        "unauthorized_client",
+        "unsupported_response_type",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+    }
+)
+"""RFC 6749 §4.1.2.1's error codes; any other text from the redirect is not shown to the model."""
+
+
 def refusal(server: str, error: str, description: str | None) -> UpstreamError:
     """The authorization server sent the browser back with an error (RFC 6749 §4.1.2.1)."""
-    detail = f"authorization error {error!r}: {description or ''}"
+    detail = f"authorization error {error[:100]!r}: {(description or '')[:300]}"
     if error == "access_denied":
         return UpstreamError(
             Code.AUTH_DENIED,
@@ -108,8 +131,8 @@ def refusal(server: str, error: str, description: str | None) -> UpstreamError:
         )
     return UpstreamError(
         Code.AUTH_TOKEN_ERROR,
-        f"Signing in to server '{server}' failed: its authorization server answered '{error[:60]}'. Tell "
-        "the user; the proxy's log has the details.",
+        f"Signing in to server '{server}' failed: its authorization server answered "
+        f"{repr(error) if error in _ERROR_CODES else 'with an error'}. Tell the user; the proxy's log has the details.",
         detail=detail,
         server=server,
     )

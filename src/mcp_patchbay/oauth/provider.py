@@ -28,16 +28,21 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
+from pydantic import PrivateAttr
 
 from mcp_patchbay.config import OAuthSettings
 from mcp_patchbay.oauth.store import TokenStore
 
 logger = logging.getLogger("mcp_patchbay.oauth")
+# The SDK's OAuth logger quotes servers' answers (which may hold tokens) in its tracebacks; the
+# proxy says what failed in its own words (``signin.failure``), so the SDK's stays quiet.
+logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
 
 REFRESH_MARGIN = 60.0
 """Seconds before expiry at which an access token is refreshed (at most a quarter of its life)."""
@@ -65,13 +70,25 @@ def scopes(text: str | None) -> set[str]:
     return set((text or "").split())
 
 
+class _ClientMetadata(OAuthClientMetadata):
+    """Client metadata whose scope keeps the configured one: the SDK's flow sets the scope to
+    what each challenge names, which would drop scopes the user asked for in the config."""
+
+    _configured: str | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "scope" and self._configured is not None:
+            value = union_scopes(self._configured, value)
+        super().__setattr__(name, value)
+
+
 def client_metadata(redirect_uri: str, oauth: OAuthSettings | None) -> OAuthClientMetadata:
     """What the proxy says about itself when it registers."""
     from pydantic import AnyUrl
 
     from mcp_patchbay import __version__
 
-    return OAuthClientMetadata(
+    metadata = _ClientMetadata(
         client_name="mcp-patchbay",
         client_uri=None,
         software_id="mcp-patchbay",
@@ -81,6 +98,8 @@ def client_metadata(redirect_uri: str, oauth: OAuthSettings | None) -> OAuthClie
         response_types=["code"],
         scope=oauth.scope if oauth is not None else None,
     )
+    metadata._configured = oauth.scope if oauth is not None else None  # pyright: ignore[reportPrivateUsage]
+    return metadata
 
 
 class UpstreamAuth(OAuthClientProvider):
@@ -112,7 +131,7 @@ class UpstreamAuth(OAuthClientProvider):
         self.redirect_uri = redirect_uri
         self.interactive = interactive
         self._fresh = fresh
-        self._feed = challenge if interactive and challenge is not None and challenge.step_up else None
+        self._feed = challenge if interactive else None
         self._seen_version = -1
         self.challenge: Challenge | None = None
         """Set (non-interactive mode) when the server asked for what only a sign-in can give."""
@@ -201,75 +220,94 @@ class UpstreamAuth(OAuthClientProvider):
 
     # --- the flow ------------------------------------------------------------------------------
 
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        """The SDK's, except that a transient failure (5xx, 429) of an early refresh keeps the
+        access token that still works, rather than forgetting it and asking for a sign-in."""
+        ctx = self.context
+        kept, expires = ctx.current_tokens, self.store.expires_at()
+        refreshed = await super()._handle_refresh_response(response)
+        transient = response.status_code >= 500 or response.status_code == 429
+        if not refreshed and transient and kept is not None and expires is not None and expires > time.time() + 5:
+            logger.warning(
+                "refreshing the token for %s failed (HTTP %d): keeping the current one",
+                ctx.server_url,
+                response.status_code,
+            )
+            ctx.current_tokens, ctx.token_expiry_time = kept, expires
+        return refreshed
+
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if self._initialized and self.store.version() != self._seen_version:
             self._initialized = False  # signed in meanwhile (another process, or a sign-in here): reload
         if self._initialized:
             self._expire_early()
         inner = super()._auth_flow(request)
+        refusal: httpx2.Response | None = None
         try:
             outgoing = await inner.__anext__()
             while True:
                 if outgoing is not request:
                     response = yield outgoing
-                elif (feed := self._take_feed()) is not None and "authorization" in request.headers:
-                    # A sign-in made necessary by a step-up: let the SDK see the challenge the
-                    # server gave, without sending the request only to be refused again. Only
-                    # the first time the request goes out, with the token to step up from.
+                elif (feed := self._take_feed(request)) is not None:
+                    # A sign-in made necessary by a refusal: let the SDK see the challenge the
+                    # server gave, without sending the request only to be refused again.
                     headers = {"www-authenticate": feed.www_authenticate}
-                    response = httpx2.Response(403, headers=headers, request=request)
+                    response = httpx2.Response(feed.status, headers=headers, request=request)
                 else:
-                    sent_token = "authorization" in request.headers
                     response = yield request
                     if not self.interactive and _asks_for_sign_in(response):
-                        await inner.aclose()
-                        rest = self._without_person(request, response, sent_token)
-                        try:
-                            extra = await rest.__anext__()
-                            while True:
-                                extra = await rest.asend((yield extra))
-                        except StopAsyncIteration:
-                            return
+                        refusal = response
+                        break
                 outgoing = await inner.asend(response)
         except StopAsyncIteration:
             return
         finally:
-            await inner.aclose()
+            await inner.aclose()  # before the lock is taken again below: the SDK's flow holds it
 
-    def _take_feed(self) -> Challenge | None:
-        feed, self._feed = self._feed, None
-        return feed
-
-    async def _without_person(
-        self, request: httpx2.Request, response: httpx2.Response, sent_token: bool
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """A served connection's answer to a refusal: refresh once if that can help; otherwise
-        note the challenge and let the refusal stand (httpx returns the last answer)."""
+        # A served connection was refused: do only what needs no person, in this one frame (so
+        # that closing the flow at any yield releases the lock in the task that holds it).
+        self.challenge, self.challenge_covered = None, False
         ctx = self.context
-        if response.status_code == 401 and sent_token and ctx.can_refresh_token():
+        sent = request.headers.get("authorization")
+        if refusal.status_code == 401 and sent is not None:
+            resend = False
             async with ctx.lock:
-                refresh = yield await self._refresh_token()
-                refreshed = await self._handle_refresh_response(refresh)
-            if refreshed:
-                logger.info("refreshed the access token for %s after a 401", self.context.server_url)
-                self._add_auth_header(request)
-                response = yield request
-                if not _asks_for_sign_in(response):
-                    self.challenge = None
+                current = ctx.current_tokens
+                if current is not None and ctx.is_token_valid() and f"Bearer {current.access_token}" != sent:
+                    resend = True  # another request refreshed meanwhile
+                elif ctx.can_refresh_token():
+                    resend = True
+                    if await self._handle_refresh_response((yield await self._refresh_token())):
+                        logger.info("refreshed the access token for %s after a 401", ctx.server_url)
+                    else:
+                        logger.warning("the token refresh for %s was refused: a new sign-in is needed", ctx.server_url)
+                if resend:
+                    if ctx.is_token_valid():
+                        self._add_auth_header(request)
+                    else:
+                        del request.headers["authorization"]
+            if resend:
+                # The answer httpx returns is the last one: the resource's, never the token endpoint's.
+                refusal = yield request
+                if not _asks_for_sign_in(refusal):
                     return
-            else:
-                logger.warning("the token refresh for %s was refused: a new sign-in is needed", ctx.server_url)
-        header = response.headers.get("www-authenticate", "")
-        scope = extract_field_from_www_auth(response, "scope")
-        if response.status_code == 403:
+        header = refusal.headers.get("www-authenticate", "")
+        scope = extract_field_from_www_auth(refusal, "scope")
+        if refusal.status_code == 403:
             granted = scopes(ctx.current_tokens.scope if ctx.current_tokens else None)
-            self.challenge_covered = bool(scope) and scopes(scope) <= granted
-            if self.challenge_covered:
-                logger.warning(
-                    "%s refused a request for lack of scope %r, which was already granted", ctx.server_url, scope
-                )
+            if scope and scopes(scope) <= granted:
+                self.challenge_covered = True
+                logger.warning("%s refused a request for lack of scope %r, already granted", ctx.server_url, scope)
                 return
-        self.challenge = Challenge(response.status_code, header, scope)
+        self.challenge = Challenge(refusal.status_code, header, scope)
+
+    def _take_feed(self, request: httpx2.Request) -> Challenge | None:
+        """The challenge to feed the SDK's flow, once: the first time the request goes out. A
+        step-up needs the token it steps up from; without one the server's own refusal will do."""
+        feed, self._feed = self._feed, None
+        if feed is not None and feed.step_up and "authorization" not in request.headers:
+            return None
+        return feed
 
 
 def _asks_for_sign_in(response: httpx2.Response) -> bool:

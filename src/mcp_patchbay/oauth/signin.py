@@ -11,6 +11,7 @@ since some servers let ``initialize`` through and ask for a token only after it.
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import urllib.parse
 import webbrowser
@@ -31,6 +32,7 @@ from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
 from mcp_patchbay.transports import open_link
+from mcp_patchbay.transports.stdio import redact
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 
@@ -76,13 +78,18 @@ async def sign_in(
     try:
         with anyio.fail_after(timeout):
             async with _callback(name, spec, store) as site:
+
+                async def redirect(url: str, site: Loopback = site) -> None:
+                    site.expect(url)
+                    await show(url)
+
                 provider = UpstreamAuth(
                     spec.url,
                     store,
                     spec.oauth or None,
                     site.redirect_uri,
                     interactive=True,
-                    redirect_handler=show,
+                    redirect_handler=redirect,
                     callback_handler=site.result,
                     challenge=challenge,
                     fresh=not step_up,
@@ -143,7 +150,7 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
     """A failed sign-in as a short error for the model, the full story in ``detail``."""
     leaf = _leaf(exc) or exc
     where = f"'{name}'"
-    detail = f"{type(leaf).__name__}: {leaf}"
+    detail = _clean(f"{type(leaf).__name__}: {leaf}")
     if isinstance(leaf, UpstreamError):
         return leaf
     if isinstance(leaf, TimeoutError):
@@ -201,6 +208,15 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
             "user; signing in again is unlikely to help."
         )
     return error if isinstance(error, UpstreamError) else UpstreamError(error.code, error.message, detail=detail)
+
+
+_PYDANTIC_INPUT = re.compile(r"input_value=.*?(?=, input_type=)", re.DOTALL)
+
+
+def _clean(detail: str) -> str:
+    """A failure's text for the log: without the answer pydantic quotes (a token endpoint's body
+    may hold a token) and with credential-like values redacted."""
+    return redact(_PYDANTIC_INPUT.sub("input_value=...", detail))[:2000]
 
 
 def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:

@@ -132,11 +132,18 @@ class TokenStore:
         return self.tokens() is not None
 
     def version(self) -> int:
-        """Changes whenever the file is written (0 when there is none)."""
+        """Changes whenever the file is written (0 when there is none): each write is a new file
+        (renamed over the old one), so its inode changes even within the clock's granularity."""
         try:
-            return self.path.stat().st_mtime_ns
+            status = self.path.stat()
         except OSError:
             return 0
+        return hash((status.st_mtime_ns, status.st_ino, status.st_size)) or 1
+
+    def fingerprint(self) -> str:
+        """Names the stored access token without holding it: changes only when the tokens do."""
+        tokens = self.tokens()
+        return "" if tokens is None else hashlib.sha256(tokens.access_token.encode()).hexdigest()[:16]
 
     def forget(self) -> bool:
         """Remove the file: the tokens and the client registration. True if there was one."""

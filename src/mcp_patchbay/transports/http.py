@@ -105,15 +105,20 @@ async def sse_link(
         if response.status_code < 400 or response.request.method != "POST":
             return
         request_id = request_id_in(response.request.content)
-        if request_id is not None:
-            stand_in = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
-            error = http_error_data(stand_in, response.status_code, response.headers.get("retry-after"))
-            answer = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
-            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                answers.send_nowait(answer)
+        if request_id is None:
+            return  # not a JSON-RPC request (a notification, or a sign-in's own POST): left as it is
+        stand_in = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+        error = http_error_data(stand_in, response.status_code, response.headers.get("retry-after"))
+        answer = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            answers.send_nowait(answer)
         response.status_code = 202
 
-    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [refused]}
+    # With a sign-in, the refusal is judged once the auth flow is done with it (a 401 may be
+    # refreshed and sent again); a hook would see, and answer, each response on the way.
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [] if auth else [refused]}
+    if auth is not None:
+        auth = _RefusalsAfter(auth, refused)
 
     def factory(
         headers: dict[str, str] | None = None,
@@ -127,6 +132,31 @@ async def sse_link(
     )
     async with answers, answered, _streams_link(transport, answered) as link:
         yield link
+
+
+class _RefusalsAfter(httpx2.Auth):
+    """An auth flow, then ``refused`` on the answer it leaves for the request it signed."""
+
+    requires_response_body = True
+
+    def __init__(self, inner: httpx2.Auth, refused: Callable[[httpx2.Response], Awaitable[None]]) -> None:
+        self.inner = inner
+        self.refused = refused
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = self.inner.async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                try:
+                    outgoing = await flow.asend(response)
+                except StopAsyncIteration:
+                    if response.request is request:
+                        await self.refused(response)
+                    return
+        finally:
+            await flow.aclose()
 
 
 @asynccontextmanager
