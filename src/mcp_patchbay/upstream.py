@@ -358,7 +358,7 @@ class Upstream:
     def _translate(self, exc: BaseException, tool: str | None = None) -> PatchbayError:
         """``errors.translate``, with a refusal judged by the sign-in gate where there is one."""
         error = translate(exc, server=self.name, tool=tool)
-        return self.gate.judge(error) if self.gate is not None else error
+        return self.gate.judge(error, exc) if self.gate is not None else error
 
     def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
         error = self._translate(exc, tool)  # an HTTP 404 says the session is gone, too

@@ -84,9 +84,14 @@ class SignInGate:
         )
         return self._live
 
-    def judge(self, error: PatchbayError) -> PatchbayError:
+    def judge(self, error: PatchbayError, cause: BaseException | None = None) -> PatchbayError:
         """A refusal seen on the connection, judged: ``AUTH_REQUIRED`` where a sign-in answers it
-        (the challenge is kept for the sign-in), a plainer ``AUTH_FAILED`` where it cannot."""
+        (the challenge is kept for the sign-in), a plainer ``AUTH_FAILED`` where it cannot; a
+        connection failure that was the authorization server's (a refresh): ``AUTH_SERVER_UNREACHABLE``."""
+        if error.code is Code.CONNECTION_FAILED and cause is not None:
+            from mcp_patchbay.oauth.signin import auth_server_trouble
+
+            return auth_server_trouble(cause, self.name, self.spec.url) or error
         live = self._live
         if error.code is not Code.AUTH_FAILED or live is None:
             return error

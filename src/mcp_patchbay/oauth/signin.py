@@ -193,14 +193,8 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
             detail=detail,
             server=name,
         )
-    if isinstance(leaf, httpx2.TransportError) and not _same_origin(leaf, server_url):
-        return UpstreamError(
-            Code.AUTH_SERVER_UNREACHABLE,
-            f"Server {where}'s authorization server could not be reached, so the user cannot sign in now. "
-            "Retry later; if it persists, tell the user.",
-            detail=detail,
-            server=name,
-        )
+    if (trouble := auth_server_trouble(leaf, name, server_url)) is not None:
+        return trouble
     error = translate(leaf, server=name)
     if signed_in and error.code is Code.AUTH_FAILED:
         error.message = (
@@ -217,6 +211,20 @@ def _clean(detail: str) -> str:
     """A failure's text for the log: without the answer pydantic quotes (a token endpoint's body
     may hold a token) and with credential-like values redacted."""
     return redact(_PYDANTIC_INPUT.sub("input_value=...", detail))[:2000]
+
+
+def auth_server_trouble(exc: BaseException, name: str, server_url: str) -> UpstreamError | None:
+    """A connection failure that was the authorization server's, not the MCP server's."""
+    leaf = _leaf(exc) or exc
+    if not isinstance(leaf, httpx2.TransportError) or _same_origin(leaf, server_url):
+        return None
+    return UpstreamError(
+        Code.AUTH_SERVER_UNREACHABLE,
+        f"Server '{name}''s authorization server could not be reached, so the proxy cannot sign in to it now. "
+        "Retry later; if it persists, tell the user.",
+        detail=_clean(f"{type(leaf).__name__}: {leaf}"),
+        server=name,
+    )
 
 
 def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:
@@ -249,4 +257,4 @@ def _leaf(exc: BaseException) -> BaseException | None:
     return leaves[0] if leaves else None
 
 
-__all__ = ["SIGN_IN_TIMEOUT", "failure", "open_in_browser", "sign_in"]
+__all__ = ["SIGN_IN_TIMEOUT", "auth_server_trouble", "failure", "open_in_browser", "sign_in"]
