@@ -241,8 +241,11 @@ async def test_credentials_refused_mid_session(tmp_path: Path, status: int) -> N
         assert '"tool": "echo"' in await rig.ok("fake__echo", {})
 
 
-async def test_session_expired_mid_session_is_rebuilt_and_the_call_sent_again(tmp_path: Path) -> None:
-    faulty = HttpFaults(expire={"expire"})
+@pytest.mark.parametrize("body", ["plain", "json-rpc"])
+async def test_session_expired_mid_session_is_rebuilt_and_the_call_sent_again(tmp_path: Path, body: str) -> None:
+    """Also when the 404 carries the server's own JSON-RPC error ("Session not found", as SDK
+    servers answer), which the SDK passes on instead of its stand-in."""
+    faulty = HttpFaults(expire={"expire"}, session_error_body=body == "json-rpc")
     async with http_rig(tmp_path, faulty) as rig:
         await rig.ready("fake")
         assert faulty.initializes() == 1

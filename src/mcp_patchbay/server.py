@@ -456,7 +456,8 @@ class Proxy:
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
         # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
         # proxy's and the upstreams' failures, which clients show to the user as errors.
-        if isinstance(error, ClientError):
+        # A sign-in the user has to give is not a failure either: the gate logs the sign-in itself.
+        if isinstance(error, ClientError) or error.code is Code.AUTH_REQUIRED:
             level = logging.INFO
         else:
             level = logging.WARNING if error.code is Code.SERVER_STARTING else logging.ERROR

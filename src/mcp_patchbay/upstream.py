@@ -434,7 +434,11 @@ class Upstream:
     async def _wait_for_sign_in(self, gate: SignInGate) -> None:
         """Wait, in state ``SIGN_IN``, until a sign-in completes here or elsewhere; then reconnect."""
         self.state = State.SIGN_IN
-        self.log.warning("server '%s' needs a sign-in: run %s", self.name, gate.login_command)
+        # INFO: a call opens the browser when the user wants the server (a warning would be shown as
+        # an error at every start by clients that record stderr); check and the status say it too.
+        self.log.info(
+            "server '%s' needs a sign-in (none valid in %s): run %s", self.name, gate.store.path, gate.login_command
+        )
         self.on_change(self)
         await gate.wait_signed_in()
         self.log.info("server '%s': signed in; connecting", self.name)

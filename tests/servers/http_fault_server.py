@@ -61,6 +61,8 @@ class HttpFaults:
     expire: set[str] = field(default_factory=lambda: set[str]())
     seen: list[Seen] = field(default_factory=lambda: list[Seen]())
     expired: set[str] = field(default_factory=lambda: set[str]())
+    session_error_body: bool = False
+    """Answer a forgotten session's 404 with a JSON-RPC error body ("Session not found"), as SDK servers do."""
     calls: dict[str, int] = field(default_factory=lambda: dict[str, int]())
     announce: bool = False
     """Write "http_fault_server: call TOOL" to stderr on each tool call (script mode)."""
@@ -124,7 +126,7 @@ class HttpFaults:
         self, http_method: str, rpc_method: str | None, tool: str | None, session: str | None
     ) -> tuple[int | None, dict[str, str]]:
         if session is not None and session in self.expired:
-            return 404, {}
+            return 404, {"x-json-rpc-error": "Session not found"} if self.session_error_body else {}
         if http_method == "GET" and self.get_status is not None:
             return self.get_status, {}
         notification = rpc_method is not None and rpc_method.startswith("notifications/")
@@ -135,7 +137,7 @@ class HttpFaults:
         if rpc_method == "tools/call" and tool is not None:
             if tool in self.expire and session is not None and not self.expired:
                 self.expired.add(session)
-                return 404, {}
+                return 404, {"x-json-rpc-error": "Session not found"} if self.session_error_body else {}
             if tool in self.statuses:
                 return self.statuses[tool]
         return None, {}
@@ -158,7 +160,11 @@ def _describe(body: bytes) -> tuple[str | None, str | None]:
 
 async def _respond(send: Any, status: int, headers: dict[str, str]) -> None:
     body = json.dumps({"error": f"injected HTTP {status}"}).encode()
-    raw = [(b"content-type", b"text/plain"), *((k.encode(), v.encode()) for k, v in headers.items())]
+    kind = b"text/plain"
+    if (rpc_error := headers.pop("x-json-rpc-error", None)) is not None:
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": rpc_error}}).encode()
+        kind = b"application/json"
+    raw = [(b"content-type", kind), *((k.encode(), v.encode()) for k, v in headers.items())]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 

@@ -50,7 +50,7 @@ class SignInGate:
     settings: Settings
     store: TokenStore
     login_command: str = ""
-    """What the user runs to sign in from a terminal (with the config's path when known)."""
+    """What the user runs to sign in from a terminal, with the config's path: for logs and ``check``."""
     challenge: Challenge | None = None
     """What the server last asked for that only a sign-in gives (None: nothing pending)."""
     last_failure: UpstreamError | None = None
@@ -127,7 +127,7 @@ class SignInGate:
     def required(self, tool: str | None = None) -> UpstreamError:
         """The answer for a call that needs a sign-in, as things stand."""
         where = f"'{self.name}'"
-        login = self.login_command
+        login = f"'mcp-patchbay login {self.name} --config <the patchbay config file>'"  # no paths for the model
         challenge = self.challenge
         need = "needs the user to sign in"
         if challenge is not None and challenge.step_up:
@@ -158,10 +158,11 @@ class SignInGate:
                 server=self.name,
                 tool=tool,
             )
+        then = "its tools are then listed" if tool == "sign_in" else "then call this tool again"
         return UpstreamError(
             Code.AUTH_REQUIRED,
             f"Server {where} {need}. A sign-in page opened in the user's browser: ask the user to finish "
-            "signing in there, then call this tool again.",
+            f"signing in there; {then}. (From a terminal: {login}.)",
             retry_after_ms=5000,
             server=self.name,
             tool=tool,

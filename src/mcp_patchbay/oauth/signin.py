@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import threading
 import urllib.parse
 import webbrowser
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -44,16 +45,32 @@ _CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
 ShowUrl = Callable[[str], Awaitable[None]]
 
 
+BROWSER_START = 2.0
+"""Seconds to wait for ``webbrowser.open`` to say whether a browser opened; one still running
+then (a ``BROWSER`` command that stays open until the browser closes) counts as opened."""
+
+
 async def open_in_browser(url: str) -> bool:
     """Open ``url`` with Python's ``webbrowser`` (``BROWSER`` honoured); False if none could be.
 
-    In a worker thread: a ``BROWSER`` command is waited for, and a headless one follows the
-    redirects to this very process's listener.
+    In a thread of its own, not awaited to the end: ``webbrowser`` waits for a ``BROWSER``
+    command to exit, and a browser started that way may run until the user closes it, while the
+    redirect must be received now (a headless one follows it to this very process's listener).
     """
-    try:
-        return await anyio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
-    except webbrowser.Error:
-        return False
+    outcome: list[bool] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(webbrowser.open(url))
+        except Exception:  # webbrowser.Error, or a broken BROWSER command
+            outcome.append(False)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="mcp-patchbay-browser", daemon=True).start()
+    finished = await anyio.to_thread.run_sync(done.wait, BROWSER_START, abandon_on_cancel=True)
+    return outcome[0] if finished and outcome else True
 
 
 async def sign_in(
@@ -164,15 +181,15 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
     if isinstance(leaf, OAuthRegistrationError):
         return UpstreamError(
             Code.AUTH_REGISTRATION_REFUSED,
-            f"Server {where}'s authorization server refused to register the proxy as a client. Tell the user to "
-            "register a client with it and put its ID in the server's 'oauth.client_id' in the patchbay config.",
+            f"The authorization server of server {where} refused to register the proxy as a client. Tell the user "
+            "to register a client with it and put its ID in the server's 'oauth.client_id' in the patchbay config.",
             detail=detail,
             server=name,
         )
     if isinstance(leaf, OAuthTokenError):
         return UpstreamError(
             Code.AUTH_TOKEN_ERROR,
-            f"Server {where}'s authorization server refused to issue a token, so the sign-in failed. Retry "
+            f"The authorization server of server {where} refused to issue a token, so the sign-in failed. Retry "
             "once; if it persists, tell the user (the proxy's log has the details).",
             detail=detail,
             server=name,
@@ -220,8 +237,8 @@ def auth_server_trouble(exc: BaseException, name: str, server_url: str) -> Upstr
         return None
     return UpstreamError(
         Code.AUTH_SERVER_UNREACHABLE,
-        f"Server '{name}''s authorization server could not be reached, so the proxy cannot sign in to it now. "
-        "Retry later; if it persists, tell the user.",
+        f"The authorization server of server '{name}' could not be reached, so the proxy cannot sign in to it "
+        "now. Retry later; if it persists, tell the user.",
         detail=_clean(f"{type(leaf).__name__}: {leaf}"),
         server=name,
     )

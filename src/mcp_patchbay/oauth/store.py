@@ -175,6 +175,8 @@ class TokenStore:
         data["server_url"] = self.server_url
         folder = self.path.parent
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if folder.stat().st_mode & 0o077:
+            folder.chmod(0o700)  # ours alone, whoever made it (mkdir's mode obeys the umask)
         temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()

@@ -66,7 +66,15 @@ class HttpStatuses:
         if not isinstance(answer, types.JSONRPCError) or answer.id is None:
             return message
         seen = self._by_id.pop(answer.id, None)
-        if seen is None or answer.error.data is not None or answer.error.message not in HTTP_STAND_INS:
+        if seen is None:
+            return message
+        if seen[0] == 404:
+            # The server forgot the session (it may say so in a JSON-RPC error of its own, which the
+            # SDK passes on): as the SDK's stand-in, so the proxy reconnects and sends again.
+            answer = types.JSONRPCError(
+                jsonrpc="2.0", id=answer.id, error=types.ErrorData(code=answer.error.code, message="Session terminated")
+            )
+        elif answer.error.data is not None or answer.error.message not in HTTP_STAND_INS:
             return message
         return SessionMessage(
             types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, *seen)),
