@@ -34,6 +34,7 @@ import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr
 
 from mcp_patchbay.config import OAuthSettings
@@ -241,33 +242,43 @@ class UpstreamAuth(OAuthClientProvider):
             self._initialized = False  # signed in meanwhile (another process, or a sign-in here): reload
         if self._initialized:
             self._expire_early()
-        inner = super()._auth_flow(request)
+        ctx = self.context
         refusal: httpx2.Response | None = None
-        try:
-            outgoing = await inner.__anext__()
-            while True:
-                if outgoing is not request:
-                    response = yield outgoing
-                elif (feed := self._take_feed(request)) is not None:
-                    # A sign-in made necessary by a refusal: let the SDK see the challenge the
-                    # server gave, without sending the request only to be refused again.
-                    headers = {"www-authenticate": feed.www_authenticate}
-                    response = httpx2.Response(feed.status, headers=headers, request=request)
-                else:
-                    response = yield request
-                    if not self.interactive and _asks_for_sign_in(response):
-                        refusal = response
-                        break
-                outgoing = await inner.asend(response)
-        except StopAsyncIteration:
-            return
-        finally:
-            await inner.aclose()  # before the lock is taken again below: the SDK's flow holds it
+        if not self.interactive and self._initialized and ctx.is_token_valid() and not ctx.lock.locked():
+            # The common case, a served request with a good token: what the SDK's flow would do,
+            # without its generator and lock (about a third of the flow's cost per call).
+            ctx.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+            self._add_auth_header(request)
+            response = yield request
+            if not _asks_for_sign_in(response):
+                return
+            refusal = response
+        else:
+            inner = super()._auth_flow(request)
+            try:
+                outgoing = await inner.__anext__()
+                while True:
+                    if outgoing is not request:
+                        response = yield outgoing
+                    elif (feed := self._take_feed(request)) is not None:
+                        # A sign-in made necessary by a refusal: let the SDK see the challenge the
+                        # server gave, without sending the request only to be refused again.
+                        headers = {"www-authenticate": feed.www_authenticate}
+                        response = httpx2.Response(feed.status, headers=headers, request=request)
+                    else:
+                        response = yield request
+                        if not self.interactive and _asks_for_sign_in(response):
+                            refusal = response
+                            break
+                    outgoing = await inner.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await inner.aclose()  # before the lock is taken again below: the SDK's flow holds it
 
         # A served connection was refused: do only what needs no person, in this one frame (so
         # that closing the flow at any yield releases the lock in the task that holds it).
         self.challenge, self.challenge_covered = None, False
-        ctx = self.context
         sent = request.headers.get("authorization")
         if refusal.status_code == 401 and sent is not None:
             resend = False
