@@ -329,3 +329,64 @@ def test_login_and_logout_take_the_server_then_the_config() -> None:
     assert (options.command, options.server, options.config) == ("logout", "github", "cfg.json")
     with pytest.raises(UsageError, match="needs the server's name"):
         parse_options(["login"], {})
+
+
+async def test_a_transient_refresh_failure_is_not_a_sign_in(store: TokenStore, client_for: Any) -> None:
+    """An expired token whose refresh gets a 503: the server's 401 is the authorization server's
+    passing trouble (retried with backoff, gate.judge), not a reason to open a browser."""
+    await store.set_tokens(OAuthToken(access_token="old", expires_in=3600, refresh_token="r1"))
+    await store.set_client_info(OAuthClientInformationFull(client_id="c1"))
+    store.set_metadata(metadata(), None)
+    stored = json.loads(store.path.read_text())
+    store.path.write_text(json.dumps({**stored, "expires_at": time.time() - 10}))
+    auth = served(store)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/token":
+            return httpx2.Response(503, json={"error": "temporarily_unavailable"})
+        return httpx2.Response(401, headers=BEARER)
+
+    async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(handler)) as client:
+        assert (await client.post(URL, json={})).status_code == 401
+    assert auth.refresh_trouble == 503 and auth.challenge is None
+
+
+def test_credentials_quoted_by_a_library_are_cut_from_logs() -> None:
+    from mcp_patchbay.redaction import redact
+
+    text = redact(
+        "Invalid token response: input_value={'access_token': 'gho_A1', 'scope': 'repo'} "
+        'body {"refresh_token": "rt-9", "client_secret": "s3"} form access_token=at-1&x=1'
+    )
+    assert not any(secret in text for secret in ("gho_A1", "rt-9", "s3", "at-1")), text
+    assert "'scope': 'repo'" in text
+
+
+def test_a_404_that_names_the_method_is_not_a_lost_session() -> None:
+    """Only a 404 whose JSON-RPC error is about the session (on a request that carried one)
+    rebuilds the session; "Method not found" with 404 is the server's answer, passed on."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    from mcp_patchbay.errors import HTTP_STATUS_KEY
+    from mcp_patchbay.transports.http import HttpStatuses
+
+    async def stamped(code: int, message: str, session: bool) -> types.ErrorData:
+        statuses = HttpStatuses()
+        headers = {"mcp-session-id": "s1"} if session else {}
+        request = httpx2.Request("POST", URL, headers=headers, json={"jsonrpc": "2.0", "id": 7, "method": "x"})
+        await statuses.hook(httpx2.Response(404, request=request))
+        answer = SessionMessage(
+            types.JSONRPCError(jsonrpc="2.0", id=7, error=types.ErrorData(code=code, message=message))
+        )
+        out = statuses.stamp(answer)
+        assert isinstance(out, SessionMessage) and isinstance(out.message, types.JSONRPCError)
+        return out.message.error
+
+    async def run() -> None:
+        lost = await stamped(-32600, "Session not found", session=True)
+        assert lost.message == "Session terminated" and (lost.data or {})[HTTP_STATUS_KEY] == 404
+        assert (await stamped(-32601, "Method not found", session=True)).message == "Method not found"
+        assert (await stamped(-32600, "Session not found", session=False)).message == "Session not found"
+
+    anyio.run(run)

@@ -34,7 +34,7 @@ Modules, by what they own:
   the one code table, the one translation of foreign exceptions), ``deadlines`` (a
   call's deadline: bound, extended, paused), ``policies`` (breaker, deadline, bulkhead
   and retry around a call), ``jsonrpc`` (framing and ids both lanes share), ``status``
-  (counts per server and tool).
+  (counts per server and tool), ``redaction`` (credentials cut from every log line).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
   ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
   transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and

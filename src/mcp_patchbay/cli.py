@@ -164,18 +164,24 @@ def setup_logging(level: str | None, log_file: str | None) -> None:
         file.setLevel(file_level)
         handlers.append(file)
         lowest = file_level
-    logging.basicConfig(
-        level=lowest,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        handlers=handlers,
-        force=True,
-    )
+    logging.basicConfig(level=lowest, handlers=handlers, force=True)
+    for handler in handlers:  # secrets never: whatever a library quotes (an OAuth server's answer)
+        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     # Our own logs say it better; the SDK's per-message chatter is for debugging the SDK.
     if logging.getLogger().level > logging.DEBUG:
         for noisy in ("mcp", "httpx", "httpx2", "httpcore"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.captureWarnings(True)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"mcp\..*")
+
+
+class _RedactingFormatter(logging.Formatter):
+    """Log lines, tracebacks included, with credential-like values cut (``redaction.redact``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from mcp_patchbay.redaction import redact
+
+        return redact(super().format(record))
 
 
 def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:

@@ -58,10 +58,11 @@ from mcp_patchbay.policies import (
     build_chain,
 )
 from mcp_patchbay.rawcalls import RawCalls
+from mcp_patchbay.redaction import redact
 from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.transports import Connector, Link, open_link
-from mcp_patchbay.transports.stdio import ProcessWatch, redact
+from mcp_patchbay.transports.stdio import ProcessWatch
 
 if TYPE_CHECKING:
     from mcp_patchbay.oauth.gate import SignInGate
@@ -192,8 +193,8 @@ class Upstream:
             return "disabled in the config"
         if self.state is State.INVALID:
             return f"config error: {self.entry.problem}"
-        if self.state is State.SIGN_IN and self.gate is not None:
-            return f"needs sign-in: run {self.gate.login_command}"
+        if self.state is State.SIGN_IN:  # the status resource is the model's to read: no paths here
+            return f"needs sign-in: run 'mcp-patchbay login {self.name} --config <the patchbay config file>'"
         if self.error is not None:
             return self.error.message
         return "still starting"
@@ -280,7 +281,7 @@ class Upstream:
 
     async def _sign_in_now(self, gate: SignInGate) -> RawResult:
         """The listed ``sign_in`` tool (``sign_in_tool``) was called."""
-        error = await gate.needed()
+        error = await gate.needed(SIGN_IN_TOOL)
         if not isinstance(error, SignedIn):
             raise error
         if not await self.wait_ready(self.settings.connect_timeout):

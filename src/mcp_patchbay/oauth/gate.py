@@ -95,6 +95,16 @@ class SignInGate:
         live = self._live
         if error.code is not Code.AUTH_FAILED or live is None:
             return error
+        if live.refresh_trouble is not None:
+            return UpstreamError(
+                Code.AUTH_SERVER_UNREACHABLE,
+                f"The authorization server of server '{self.name}' failed to renew the sign-in (HTTP "
+                f"{live.refresh_trouble}). Retry in a little while.",
+                detail=error.detail,
+                retry_after_ms=5000,
+                server=self.name,
+                tool=error.tool,
+            )
         if live.challenge_covered:
             return UpstreamError(
                 Code.AUTH_FAILED,
@@ -112,7 +122,7 @@ class SignInGate:
         if challenge.status == 401 and self.spec.oauth is None and not bearer_challenge_text(challenge):
             return error  # a refusal without a Bearer challenge, and no "oauth" in the entry: not OAuth
         self.challenge = challenge
-        self._refused = self.store.fingerprint()
+        self._refused = live.refused  # the token the server refused, not whatever the file holds now
         live.challenge = None
         return UpstreamError(
             Code.AUTH_REQUIRED,
@@ -133,7 +143,7 @@ class SignInGate:
         if challenge is not None and challenge.step_up:
             scope = f" ({challenge.scope})" if challenge.scope else ""
             need = f"needs the user to grant more access{scope}"
-        if not self._running and self._limited():
+        if not self._running and self._limited():  # only browser windows count: failures before one do not
             return UpstreamError(
                 Code.AUTH_REQUIRED,
                 f"Server {where} {need}, and {MAX_SIGN_INS} sign-ins in the browser did not give it. Tell the "
@@ -178,7 +188,6 @@ class SignInGate:
         if self.settings.open_browser and not self._running and not self._limited():
             self.last_failure = None
             self.browser_opened = None
-            self._started.append(time.monotonic())
             self._opened = anyio.Event()
             self._running = True
             self._wanted.set()
@@ -211,18 +220,27 @@ class SignInGate:
             await self._wanted.wait()
             self._wanted = anyio.Event()
             opened = self._opened
+            attempt = anyio.CancelScope()
 
-            async def show(url: str, opened: anyio.Event = opened) -> None:
+            async def show(url: str, opened: anyio.Event = opened, attempt: anyio.CancelScope = attempt) -> None:
                 self.browser_opened = await open_in_browser(url)
                 opened.set()
                 if not self.browser_opened:
                     # No one can finish it: end it now (the answer names the login command), rather
-                    # than hold the callback port that command will want.
+                    # than hold the callback port that command will want. Cancelled as well as
+                    # raised: a transport that swallows the error (the SDK's SSE writer) must not
+                    # leave the sign-in waiting for its timeout.
+                    attempt.cancel()
                     raise NoBrowser(self.name)
+                self._started.append(time.monotonic())  # the limit counts browser windows opened
                 logger.warning("sign-in to '%s': opened the browser on its authorization page", self.name)
 
             try:
-                done = await sign_in(self.name, self.spec, self.store, show, challenge=self.challenge)
+                done = False
+                with attempt:
+                    done = await sign_in(self.name, self.spec, self.store, show, challenge=self.challenge)
+                if attempt.cancelled_caught:
+                    raise NoBrowser(self.name)
             except NoBrowser:
                 logger.warning("sign-in to '%s': no browser could be opened; run %s", self.name, self.login_command)
             except UpstreamError as exc:

@@ -24,6 +24,7 @@ them, as it guards the other SDK internals the proxy uses (``sdk``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -136,6 +137,10 @@ class UpstreamAuth(OAuthClientProvider):
         self._seen_version = -1
         self.challenge: Challenge | None = None
         """Set (non-interactive mode) when the server asked for what only a sign-in can give."""
+        self.refresh_trouble: int | None = None
+        """The HTTP status of the last refresh, when it failed in passing (5xx, 429)."""
+        self.refused = ""
+        """The fingerprint of the token the server last refused (as ``TokenStore.fingerprint``)."""
         self.exchanged = False
         """A sign-in completed here: an authorization code was exchanged for tokens."""
         self.challenge_covered = False
@@ -228,6 +233,7 @@ class UpstreamAuth(OAuthClientProvider):
         kept, expires = ctx.current_tokens, self.store.expires_at()
         refreshed = await super()._handle_refresh_response(response)
         transient = response.status_code >= 500 or response.status_code == 429
+        self.refresh_trouble = None if refreshed or not transient else response.status_code
         if not refreshed and transient and kept is not None and expires is not None and expires > time.time() + 5:
             logger.warning(
                 "refreshing the token for %s failed (HTTP %d): keeping the current one",
@@ -238,6 +244,7 @@ class UpstreamAuth(OAuthClientProvider):
         return refreshed
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        self.refresh_trouble = None
         if self._initialized and self.store.version() != self._seen_version:
             self._initialized = False  # signed in meanwhile (another process, or a sign-in here): reload
         if self._initialized:
@@ -290,18 +297,21 @@ class UpstreamAuth(OAuthClientProvider):
                     resend = True
                     if await self._handle_refresh_response((yield await self._refresh_token())):
                         logger.info("refreshed the access token for %s after a 401", ctx.server_url)
-                    else:
+                    elif self.refresh_trouble is None:
                         logger.warning("the token refresh for %s was refused: a new sign-in is needed", ctx.server_url)
                 if resend:
-                    if ctx.is_token_valid():
+                    if ctx.is_token_valid() and f"Bearer {ctx.current_tokens.access_token}" != sent:  # type: ignore[union-attr]
                         self._add_auth_header(request)
-                    else:
+                    else:  # never the token just refused: the resource's own refusal, without one
                         del request.headers["authorization"]
             if resend:
                 # The answer httpx returns is the last one: the resource's, never the token endpoint's.
                 refusal = yield request
                 if not _asks_for_sign_in(refusal):
                     return
+        self.refused = _fingerprint(sent)
+        if self.refresh_trouble is not None:
+            return  # the authorization server's passing trouble: retried, not a sign-in (gate.judge)
         header = refusal.headers.get("www-authenticate", "")
         scope = extract_field_from_www_auth(refusal, "scope")
         if refusal.status_code == 403:
@@ -319,6 +329,13 @@ class UpstreamAuth(OAuthClientProvider):
         if feed is not None and feed.step_up and "authorization" not in request.headers:
             return None
         return feed
+
+
+def _fingerprint(authorization: str | None) -> str:
+    """The fingerprint of the token in an ``Authorization`` header (``TokenStore.fingerprint``)."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        return ""
+    return hashlib.sha256(authorization[7:].encode()).hexdigest()[:16]
 
 
 def _asks_for_sign_in(response: httpx2.Response) -> bool:

@@ -11,8 +11,10 @@ since some servers let ``initialize`` through and ask for a token only after it.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
+import sys
 import threading
 import urllib.parse
 import webbrowser
@@ -32,8 +34,8 @@ from mcp_patchbay.errors import Code, PatchbayError, UpstreamError, translate
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
+from mcp_patchbay.redaction import redact
 from mcp_patchbay.transports import open_link
-from mcp_patchbay.transports.stdio import redact
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 
@@ -57,6 +59,8 @@ async def open_in_browser(url: str) -> bool:
     command to exit, and a browser started that way may run until the user closes it, while the
     redirect must be received now (a headless one follows it to this very process's listener).
     """
+    if _no_display():
+        return False  # webbrowser would pick a console browser no one sees (lynx, w3m)
     outcome: list[bool] = []
     done = threading.Event()
 
@@ -145,6 +149,13 @@ async def _callback(name: str, spec: RemoteSpec, store: TokenStore) -> AsyncGene
         port = None
     async with loopback(name, port) as site:
         yield site
+
+
+def _no_display() -> bool:
+    """On Linux and the BSDs, no ``BROWSER`` and no display to open a window on."""
+    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")) or os.environ.get("BROWSER"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _free(port: int) -> bool:

@@ -44,7 +44,7 @@ class HttpStatuses:
     """Statuses kept for answers not yet seen; past that the oldest go (their request was abandoned)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[types.RequestId, tuple[int, str | None]] = {}
+        self._by_id: dict[types.RequestId, tuple[int, str | None, bool]] = {}
 
     async def hook(self, response: httpx2.Response) -> None:
         # Only POSTs carry requests; a 405 on the optional GET stream or the closing DELETE says
@@ -54,7 +54,8 @@ class HttpStatuses:
         request_id = request_id_in(response.request.content)
         if request_id is None:
             return
-        self._by_id[request_id] = (response.status_code, response.headers.get("retry-after"))
+        in_session = "mcp-session-id" in response.request.headers
+        self._by_id[request_id] = (response.status_code, response.headers.get("retry-after"), in_session)
         while len(self._by_id) > self.LIMIT:
             del self._by_id[next(iter(self._by_id))]
 
@@ -68,18 +69,27 @@ class HttpStatuses:
         seen = self._by_id.pop(answer.id, None)
         if seen is None:
             return message
-        if seen[0] == 404:
-            # The server forgot the session (it may say so in a JSON-RPC error of its own, which the
-            # SDK passes on): as the SDK's stand-in, so the proxy reconnects and sends again.
+        status, retry_after, in_session = seen
+        if status == 404 and in_session and _about_the_session(answer.error):
+            # The server forgot the session and said so in a JSON-RPC error of its own, which the
+            # SDK passes on: as the SDK's stand-in, so the proxy reconnects and sends again.
             answer = types.JSONRPCError(
                 jsonrpc="2.0", id=answer.id, error=types.ErrorData(code=answer.error.code, message="Session terminated")
             )
         elif answer.error.data is not None or answer.error.message not in HTTP_STAND_INS:
             return message
         return SessionMessage(
-            types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, *seen)),
+            types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=http_error_data(answer.error, status, retry_after)),
             metadata=message.metadata,
         )
+
+
+def _about_the_session(error: types.ErrorData) -> bool:
+    """A 404's JSON-RPC error that says the session is unknown (-32600 or -32001, or the word),
+    not one that says the method or the tool is (servers may answer those with 404 too)."""
+    if error.code in (types.METHOD_NOT_FOUND, types.INVALID_PARAMS):
+        return False
+    return error.code in (types.INVALID_REQUEST, -32001) or "session" in error.message.lower()
 
 
 def http_error_data(error: types.ErrorData, status: int, retry_after: str | None) -> types.ErrorData:

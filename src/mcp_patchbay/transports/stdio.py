@@ -28,7 +28,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import StdioSpec
 from mcp_patchbay.rawcalls import RawCalls
+from mcp_patchbay.redaction import redact
 from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
 from mcp_patchbay.transports.link import Link
 
@@ -68,19 +68,6 @@ def shutdown() -> None:
         return
     _SHUTTING_DOWN.append(True)
     terminate_all()
-
-
-_SECRET_PATTERNS = re.compile(
-    r"(?i)(bearer\s+|token[=:]\s*|api[_-]?key[=:]\s*|password[=:]\s*|secret[=:]\s*|authorization[=:]\s*)(\S+)"
-)
-
-
-def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """Remove credentials from text meant for a log: known values and obvious key=value forms."""
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return _SECRET_PATTERNS.sub(r"\1***", text)
 
 
 @dataclass
