@@ -146,6 +146,26 @@ async def test_patchbay_log_level_info_brings_the_details_back_to_stderr(tmp_pat
 
 
 @pytest.mark.anyio
+async def test_log_format_json_writes_one_object_a_line_on_stderr_and_in_the_file(tmp_path: Path) -> None:
+    servers = {"plain": upstream(), "missing": {"command": str(tmp_path / "no-such-server")}}
+    arguments = ("--log-format", "json", "--log-file", "proxy.log")
+    stderr, _ = await _session(tmp_path, servers, arguments=arguments, env={"PATCHBAY_LOG_LEVEL": "INFO"})
+    for text in (stderr, (tmp_path / "proxy.log").read_text()):
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{") is not False]
+        assert lines and all(set(line) >= {"ts", "level", "logger", "message"} for line in lines), text
+        assert any(line["level"] == "ERROR" and "missing" in line["message"] for line in lines), text
+        assert any("server 'plain' ready" in line["message"] for line in lines)
+        assert all(line["ts"].endswith("Z") for line in lines)
+
+
+def test_the_log_format_from_the_environment_and_a_bad_one_is_named() -> None:
+    assert cli.parse_options(["/a.json"], environ={}).log_format == "text"
+    assert cli.parse_options(["/a.json"], environ={"PATCHBAY_LOG_FORMAT": "JSON"}).log_format == "json"
+    with pytest.raises(cli.UsageError, match="PATCHBAY_LOG_FORMAT: unknown format 'xml'"):
+        cli.parse_options(["/a.json"], environ={"PATCHBAY_LOG_FORMAT": "xml"})
+
+
+@pytest.mark.anyio
 async def test_a_failing_upstream_still_reaches_stderr(tmp_path: Path) -> None:
     servers = {"plain": upstream(), "missing": {"command": str(tmp_path / "no-such-server")}}
     stderr, tools = await _session(tmp_path, servers, arguments=())

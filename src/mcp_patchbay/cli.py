@@ -54,6 +54,7 @@ DEFAULT_STDERR_LEVEL = "WARNING"
 DEFAULT_FILE_LEVEL = "INFO"
 """What ``--log-file`` gets unless ``--log-level`` asks for more."""
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
 ASSUMED_REGISTERED_AS = "patchbay"
 """The name ``check`` measures exposed names against when neither ``--as`` nor ``registered_as`` says."""
 
@@ -69,6 +70,8 @@ class Options:
     level: str | None
     """The level asked for (``--log-level``, else ``$PATCHBAY_LOG_LEVEL``), None for the defaults."""
     log_file: str | None
+    log_format: str
+    """``text`` (a line a record, for people) or ``json`` (one JSON object a line, for log collectors)."""
     json: bool
     registered_as: str | None
     server: str | None = None
@@ -97,6 +100,11 @@ def _parser() -> argparse.ArgumentParser:
         f"--log-file gets this level or {DEFAULT_FILE_LEVEL}, whichever says more",
     )
     parser.add_argument("--log-file", help=f"also write logs to this file (at {DEFAULT_FILE_LEVEL} by default)")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="text (default, or $PATCHBAY_LOG_FORMAT) or json: one JSON object a line, on stderr and in --log-file",
+    )
     parser.add_argument("--json", action="store_true", help="check: print the status as JSON")
     parser.add_argument(
         "--as",
@@ -141,7 +149,12 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
             raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     if args.registered_as is not None and command != "check":
         raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
-    return Options(command, path, level, args.log_file, args.json, args.registered_as, server)
+    log_format: str = args.log_format or environ.get("PATCHBAY_LOG_FORMAT", "").strip().lower() or "text"
+    if log_format not in LOG_FORMATS:
+        raise UsageError(
+            f"PATCHBAY_LOG_FORMAT: unknown format {log_format!r}; expected one of {', '.join(LOG_FORMATS)}"
+        )
+    return Options(command, path, level, args.log_file, log_format, args.json, args.registered_as, server)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -151,8 +164,9 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
-def setup_logging(level: str | None, log_file: str | None) -> None:
-    """stderr at ``level`` (default WARNING); the log file at ``level`` or INFO, whichever says more."""
+def setup_logging(level: str | None, log_file: str | None, log_format: str = "text") -> None:
+    """stderr at ``level`` (default WARNING); the log file at ``level`` or INFO, whichever says more;
+    each line as text or as one JSON object (``log_format``)."""
     stderr_level = logging.getLevelNamesMapping()[level or DEFAULT_STDERR_LEVEL]
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setLevel(stderr_level)
@@ -165,14 +179,18 @@ def setup_logging(level: str | None, log_file: str | None) -> None:
         handlers.append(file)
         lowest = file_level
     logging.basicConfig(level=lowest, handlers=handlers, force=True)
+    formatter = _JsonFormatter() if log_format == "json" else _RedactingFormatter(TEXT_FORMAT)
     for handler in handlers:  # secrets never: whatever a library quotes (an OAuth server's answer)
-        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(formatter)
     # Our own logs say it better; the SDK's per-message chatter is for debugging the SDK.
     if logging.getLogger().level > logging.DEBUG:
         for noisy in ("mcp", "httpx", "httpx2", "httpcore"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.captureWarnings(True)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"mcp\..*")
+
+
+TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -182,6 +200,26 @@ class _RedactingFormatter(logging.Formatter):
         from mcp_patchbay.redaction import redact
 
         return redact(super().format(record))
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``ts`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and
+    ``exception`` (the traceback) when there is one; every text redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from mcp_patchbay.redaction import redact
+
+        line: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        if record.exc_info:
+            line["exception"] = redact(self.formatException(record.exc_info))
+        elif record.exc_text:
+            line["exception"] = redact(record.exc_text)
+        return json.dumps(line, ensure_ascii=False)
 
 
 def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:
@@ -207,7 +245,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
         return EXIT_CONFIG
     # Serving: start the plain stdio upstreams before even the config check imports pydantic
     # (spawn.early); the checked config then keeps exactly those it would launch itself.
-    setup_logging(options.level, options.log_file)
+    setup_logging(options.level, options.log_file, options.log_format)
     guessed = early(path) if options.command == "serve" else {}
     try:
         from mcp_patchbay.config import ConfigError, load_config
