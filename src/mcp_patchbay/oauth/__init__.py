@@ -1,7 +1,7 @@
 """Signing in to remote upstreams with OAuth 2.1, on the SDK's OAuth client.
 
 - ``store``: ``TokenStore``, the sign-in of one server URL in a file of the user's data
-  directory (mode 0600): tokens, their expiry, the client registration.
+  directory (mode 0600): tokens, their expiry, the client registration, discovered metadata.
 - ``provider``: ``UpstreamAuth``, the SDK's ``OAuthClientProvider`` made to serve: a served
   connection never waits on a browser, it reports what the server asked for (``Challenge``).
 - ``loopback``: the redirect URI, a listener on 127.0.0.1 while a sign-in waits.
@@ -9,6 +9,7 @@
   mean for the model (``failure``): used by ``mcp-patchbay login`` and by the gate.
 - ``gate``: ``SignInGate``, an upstream's sign-in while serving: judges refusals, starts
   at most one sign-in at a time when a call needs it, notices sign-ins made elsewhere.
+- ``commands``: ``mcp-patchbay login`` and ``logout``, for a person at a terminal.
 
 Imported only for remote servers that may sign in; the SDK's OAuth code loads with
 ``provider``, when the first such connection is made.
