@@ -335,22 +335,23 @@ def translate(
     )
 
 
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions at the leaves of (nested) ExceptionGroups, in order; ``exc`` itself if not a group."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return [exc]
+    found: list[BaseException] = []
+    for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
+        found.extend(leaves(inner))
+    return found
+
+
 def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """Transports raise ExceptionGroups; the leaf that says the most is the first non-cancellation one."""
-    leaves: list[BaseException] = []
-
-    def walk(e: BaseException) -> None:
-        if isinstance(e, BaseExceptionGroup):
-            for inner in cast("BaseExceptionGroup[BaseException]", e).exceptions:
-                walk(inner)
-        else:
-            leaves.append(e)
-
-    walk(group)
-    for leaf in leaves:
+    found = leaves(group)
+    for leaf in found:
         if isinstance(leaf, httpx2.HTTPStatusError | MCPError | OSError | httpx2.HTTPError):
             return leaf
-    return leaves[0] if leaves else group
+    return found[0] if found else group
 
 
 _JS_FRAME = re.compile(r"^\s*at\s.*:\d+(:\d+)?\)?\s*$")

@@ -193,8 +193,8 @@ class Upstream:
             return "disabled in the config"
         if self.state is State.INVALID:
             return f"config error: {self.entry.problem}"
-        if self.state is State.SIGN_IN:  # the status resource is the model's to read: no paths here
-            return f"needs sign-in: run 'mcp-patchbay login {self.name} --config <the patchbay config file>'"
+        if self.state is State.SIGN_IN and self.gate is not None:  # the status resource is the model's to read
+            return f"needs sign-in: run {self.gate.login_hint}"
         if self.error is not None:
             return self.error.message
         return "still starting"

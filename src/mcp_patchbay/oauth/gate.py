@@ -73,6 +73,11 @@ class SignInGate:
         where = f" --config {shlex.quote(str(config))}" if config is not None else ""
         return cls(name, spec, settings, TokenStore(spec.url), f"'mcp-patchbay login {name}{where}'")
 
+    @property
+    def login_hint(self) -> str:
+        """The login command as the model may see it: the config as a placeholder, no paths."""
+        return f"'mcp-patchbay login {self.name} --config <the patchbay config file>'"
+
     # --- a connection --------------------------------------------------------------------
 
     def provider(self) -> UpstreamAuth:
@@ -137,7 +142,7 @@ class SignInGate:
     def required(self, tool: str | None = None) -> UpstreamError:
         """The answer for a call that needs a sign-in, as things stand."""
         where = f"'{self.name}'"
-        login = f"'mcp-patchbay login {self.name} --config <the patchbay config file>'"  # no paths for the model
+        login = self.login_hint
         challenge = self.challenge
         need = "needs the user to sign in"
         if challenge is not None and challenge.step_up:

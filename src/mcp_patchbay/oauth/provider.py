@@ -24,7 +24,6 @@ them, as it guards the other SDK internals the proxy uses (``sdk``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -39,7 +38,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import PrivateAttr
 
 from mcp_patchbay.config import OAuthSettings
-from mcp_patchbay.oauth.store import TokenStore
+from mcp_patchbay.oauth.store import TokenStore, fingerprint_of
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 # The SDK's OAuth logger quotes servers' answers (which may hold tokens) in its tracebacks; the
@@ -332,10 +331,10 @@ class UpstreamAuth(OAuthClientProvider):
 
 
 def _fingerprint(authorization: str | None) -> str:
-    """The fingerprint of the token in an ``Authorization`` header (``TokenStore.fingerprint``)."""
+    """The fingerprint of the token in an ``Authorization`` header (``store.fingerprint_of``)."""
     if not authorization or not authorization.lower().startswith("bearer "):
         return ""
-    return hashlib.sha256(authorization[7:].encode()).hexdigest()[:16]
+    return fingerprint_of(authorization[7:])
 
 
 def _asks_for_sign_in(response: httpx2.Response) -> bool:

@@ -30,7 +30,7 @@ from mcp.client.session import ClientSession
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import Code, PatchbayError, UpstreamError, translate
+from mcp_patchbay.errors import Code, PatchbayError, UpstreamError, leaves, translate
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
@@ -268,21 +268,14 @@ def _leaf(exc: BaseException) -> BaseException | None:
     """The exception that says what happened, out of the transports' exception groups."""
     if not isinstance(exc, BaseExceptionGroup):
         return exc
-    leaves: list[BaseException] = []
-
-    def walk(e: BaseException) -> None:
-        if isinstance(e, BaseExceptionGroup):
-            for inner in cast("BaseExceptionGroup[BaseException]", e).exceptions:
-                walk(inner)
-        elif not isinstance(e, anyio.get_cancelled_exc_class()):
-            leaves.append(e)
-
-    walk(cast("BaseException", exc))
+    found = [
+        leaf for leaf in leaves(cast("BaseException", exc)) if not isinstance(leaf, anyio.get_cancelled_exc_class())
+    ]
     for kind in (PatchbayError, OAuthFlowError, TimeoutError, httpx2.TransportError):
-        for leaf in leaves:
+        for leaf in found:
             if isinstance(leaf, kind):
                 return leaf
-    return leaves[0] if leaves else None
+    return found[0] if found else None
 
 
 __all__ = ["SIGN_IN_TIMEOUT", "auth_server_trouble", "failure", "open_in_browser", "sign_in"]

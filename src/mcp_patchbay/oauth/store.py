@@ -42,6 +42,12 @@ def file_for(server_url: str, folder: Path | None = None) -> Path:
     return (folder or data_dir()) / f"{host}-{digest}.json"
 
 
+def fingerprint_of(access_token: str | None) -> str:
+    """Names an access token without holding it ("" for none): what ``TokenStore.fingerprint`` and a
+    served connection's refused token (``provider.UpstreamAuth.refused``) are compared by."""
+    return "" if not access_token else hashlib.sha256(access_token.encode()).hexdigest()[:16]
+
+
 class TokenStore:
     """The stored sign-in of one server URL; the SDK's ``TokenStorage`` protocol, plus expiry.
 
@@ -143,7 +149,7 @@ class TokenStore:
     def fingerprint(self) -> str:
         """Names the stored access token without holding it: changes only when the tokens do."""
         tokens = self.tokens()
-        return "" if tokens is None else hashlib.sha256(tokens.access_token.encode()).hexdigest()[:16]
+        return fingerprint_of(tokens.access_token if tokens is not None else None)
 
     def forget(self) -> bool:
         """Remove the file: the tokens and the client registration. True if there was one."""
@@ -191,4 +197,4 @@ class TokenStore:
             raise
 
 
-__all__ = ["TokenStore", "data_dir", "file_for"]
+__all__ = ["TokenStore", "data_dir", "file_for", "fingerprint_of"]
