@@ -16,10 +16,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_patchbay.config.entries import build_entry
+from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
 from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
 from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
 from mcp_patchbay.config.models import Config, ServerEntry, Settings
 from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
+from mcp_patchbay.config.variables import expand_strings
 
 __all__ = ["load_config", "parse_config"]
 
@@ -61,6 +63,8 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
         except ValidationError as exc:
             fatal.extend(validation_problems(exc, ("patchbay",), {}, Settings.model_fields))
 
+    gateway = _gateway(data, env, fatal)
+
     entries: list[ServerEntry] = []
     first_shape: dict[str, str] = {}
     for shape in SHAPES:
@@ -87,7 +91,30 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
 
     if fatal:
         raise ConfigError.from_problems(path, fatal)
-    return Config(path=path, settings=settings, servers=tuple(entries))
+    return Config(path=path, settings=settings, servers=tuple(entries), gateway=gateway)
+
+
+def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem]) -> GatewaySettings | None:
+    """The ``"gateway"`` object, variables expanded; its problems are added to ``fatal``."""
+    if "gateway" not in data:
+        return None
+    raw = data["gateway"]
+    if not isinstance(raw, JsonObject):
+        fatal.append(ConfigProblem("gateway", "expected an object"))
+        return None
+    fatal.extend(duplicate_keys(raw, ("gateway",)))
+    problems: list[ConfigProblem] = []
+    expanded = expand_strings(dict(raw), env, ("gateway",), problems)
+    if problems:
+        fatal.extend(problems)
+        return None
+    try:
+        return GatewaySettings.model_validate(expanded)
+    except ValidationError as exc:
+        # validation_problems never quotes what was given (the object holds tokens).
+        keys_for = {"oauth": GatewayOAuth.model_fields}
+        fatal.extend(validation_problems(exc, ("gateway",), keys_for, GatewaySettings.model_fields))
+        return None
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:

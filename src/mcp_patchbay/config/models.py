@@ -15,7 +15,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, Self, cast
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -31,10 +31,13 @@ from pydantic import (
 
 from mcp_patchbay.config.problems import quote
 
+if TYPE_CHECKING:
+    from mcp_patchbay.config.gateway import GatewaySettings
+
 __all__ = ["Config", "RemoteSpec", "ServerEntry", "Settings", "SpecBase", "StdioSpec", "ToolFilter"]
 
 
-def _as_tuple(value: object) -> object:
+def as_tuple(value: object) -> object:
     """Accept a JSON array for a tuple field (strict mode accepts only tuples)."""
     return tuple(cast("list[object]", value)) if isinstance(value, list) else value
 
@@ -47,7 +50,7 @@ def _compile_patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
-_Names = Annotated[tuple[str, ...], BeforeValidator(_as_tuple)]
+_Names = Annotated[tuple[str, ...], BeforeValidator(as_tuple)]
 _Seconds = Annotated[float, Field(gt=0)]
 
 _MODEL_CONFIG: Final = ConfigDict(
@@ -85,7 +88,7 @@ class ToolFilter(BaseModel, frozen=True):
 
     model_config = _MODEL_CONFIG
 
-    allow: Annotated[tuple[str, ...] | None, BeforeValidator(_as_tuple)] = None
+    allow: Annotated[tuple[str, ...] | None, BeforeValidator(as_tuple)] = None
     """Only tools matching one of these are served; ``None`` (absent) allows every tool."""
 
     deny: _Names = ()
@@ -464,3 +467,6 @@ class Config:
     settings: Settings
     servers: tuple[ServerEntry, ...]
     """In file order, ``mcpServers`` first then ``servers``; names are unique."""
+
+    gateway: GatewaySettings | None = None
+    """The ``"gateway"`` object (HTTP serving), when the file has one."""

@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 
 from mcp_patchbay.config.problems import ConfigProblem, key_path, quote
 
-__all__ = ["expand", "expand_entry"]
+__all__ = ["expand", "expand_entry", "expand_strings"]
 
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _VSCODE_INPUT = re.compile(r"\$\{(?:input|command|config):[^}]*\}")
@@ -76,3 +76,17 @@ def expand_entry(
                 k: expand(v, environ, key_path(*prefix, key, k), problems) if isinstance(v, str) else v
                 for k, v in cast("dict[str, object]", mapping).items()
             }
+
+
+def expand_strings(
+    value: Any, environ: Mapping[str, str], prefix: tuple[str | int, ...], problems: list[ConfigProblem]
+) -> Any:
+    """``value`` with variables expanded in every string inside it (the ``"gateway"`` object)."""
+    if isinstance(value, str):
+        return expand(value, environ, key_path(*prefix), problems)
+    if isinstance(value, dict):
+        items = cast("dict[str, Any]", value).items()
+        return {k: expand_strings(v, environ, (*prefix, k), problems) for k, v in items}
+    if isinstance(value, list):
+        return [expand_strings(v, environ, (*prefix, i), problems) for i, v in enumerate(cast("list[Any]", value))]
+    return value

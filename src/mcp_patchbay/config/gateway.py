@@ -1,0 +1,184 @@
+"""The ``"gateway"`` object: how ``mcp-patchbay serve --http`` admits and serves its clients.
+
+Read only when the proxy serves over HTTP (stdio ignores it)::
+
+    "gateway": {
+      "url": "https://mcp.example.com/mcp",       // the address clients use (audience, metadata)
+      "tokens": {"alice": "${ALICE_TOKEN}", "ci": "${CI_TOKEN}"},
+      "oauth": {"issuer": "https://id.example.com", "audience": "https://mcp.example.com/mcp"},
+      "access": [
+        {"tokens": ["ci"], "servers": ["time"]},
+        {"claim": "groups", "values": ["eng"], "servers": ["*"], "tools": {"github": {"deny": ["delete_*"]}}}
+      ],
+      "allowed_hosts": ["mcp.example.com"],
+      "request_state_keys": ["${PATCHBAY_STATE_KEY}"]
+    }
+
+``${VAR}`` is expanded in every string of the object, so secrets stay in the environment.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Annotated, Final, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from mcp_patchbay.config.models import ToolFilter, as_tuple
+
+__all__ = ["AccessRule", "GatewayOAuth", "GatewaySettings"]
+
+_MODEL_CONFIG: Final = ConfigDict(
+    frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
+)
+_Text = Annotated[str, Field(min_length=1)]
+_Names = Annotated[tuple[str, ...], BeforeValidator(as_tuple)]
+
+
+def _check_http_url(value: str) -> str:
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or any(c in value for c in "\x00\r\n "):
+        raise ValueError("expected an http:// or https:// URL with a host name")
+    return value
+
+
+class GatewayOAuth(BaseModel, frozen=True):
+    """OAuth 2.1 as a resource server: access tokens are JWTs signed by ``issuer``."""
+
+    model_config = _MODEL_CONFIG
+
+    issuer: _Text
+    """The authorization server (its ``iss``); also what Protected Resource Metadata names."""
+
+    jwks_url: _Text | None = None
+    """Where the signing keys are; found from the issuer's metadata when absent."""
+
+    audience: _Text | None = None
+    """The ``aud`` a token must carry; the gateway's ``url`` when absent (RFC 8707)."""
+
+    scopes: _Names = ()
+    """Scopes every token must carry (and that metadata advertises)."""
+
+    identity_claim: _Text = "sub"
+    """The claim that names the person in logs and rules (``email``, ``preferred_username``)."""
+
+    algorithms: _Names = ("RS256", "ES256", "PS256", "EdDSA")
+    """Signature algorithms accepted (never ``none``, never HMAC)."""
+
+    @field_validator("issuer", "jwks_url", "audience")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_http_url(value)
+
+    @field_validator("algorithms")
+    @classmethod
+    def _check_algorithms(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [a for a in value if a.lower() == "none" or a.upper().startswith("HS")]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} cannot be used: only public-key signatures are accepted")
+        if not value:
+            raise ValueError("name at least one algorithm")
+        return value
+
+
+class AccessRule(BaseModel, frozen=True):
+    """Who (some tokens, or a claim's values) may use which servers and tools.
+
+    A caller gets the union of every rule that matches it; with an ``access`` list, a
+    caller no rule matches sees nothing.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    tokens: _Names = ()
+    """Names of ``tokens`` entries this rule applies to."""
+
+    claim: _Text | None = None
+    """A JWT claim (a string or a list of strings, like ``groups``) ..."""
+
+    values: _Names = ()
+    """... and the values of it this rule applies to."""
+
+    servers: _Names = ("*",)
+    """Server names (``*`` for every one) the caller may use."""
+
+    tools: dict[str, ToolFilter] = Field(default_factory=dict[str, ToolFilter])
+    """Per server, which of its tools (``allow`` / ``deny`` globs); the rest of the server's tools are all usable."""
+
+    @model_validator(mode="after")
+    def _check_who(self) -> Self:
+        if not self.tokens and self.claim is None:
+            raise ValueError("say whom the rule is for: 'tokens', or 'claim' with 'values'")
+        if (self.claim is None) != (not self.values):
+            raise ValueError("'claim' and 'values' go together")
+        return self
+
+
+class GatewaySettings(BaseModel, frozen=True):
+    """The ``"gateway"`` object of the config file."""
+
+    model_config = _MODEL_CONFIG
+
+    url: _Text | None = None
+    """The URL clients reach the gateway at, ``/mcp`` included (behind a load balancer, its
+    public address). Token audience and Protected Resource Metadata use it; defaults to
+    ``http://HOST:PORT/mcp`` of ``--http``."""
+
+    tokens: dict[str, _Text] = Field(default_factory=dict[str, str])
+    """Static bearer tokens by the name they stand for (use ``${VAR}``: never write a token here)."""
+
+    oauth: GatewayOAuth | None = None
+
+    access: Annotated[tuple[AccessRule, ...] | None, BeforeValidator(as_tuple)] = None
+    """Who sees what; absent: every admitted caller sees everything."""
+
+    allowed_hosts: _Names = ()
+    """``Host`` values accepted besides the bind address and ``url``'s (DNS-rebinding protection)."""
+
+    allowed_origins: _Names = ()
+    """``Origin`` values accepted from browsers besides ``url``'s origin."""
+
+    request_state_keys: _Names = ()
+    """Keys sealing 2026-07-28 ``requestState`` (the first seals, all open: rotation).
+    Replicas must share them; absent, a key made at start (one replica only)."""
+
+    session_idle_timeout: Annotated[float, Field(gt=0)] = 1800.0
+    """Seconds after which an idle 2025-era session is closed."""
+
+    drain_grace: Annotated[float, Field(ge=0)] = 25.0
+    """On SIGTERM, seconds in-flight calls get to finish before the upstreams stop."""
+
+    json_response: bool = False
+    """Answer POSTs with plain JSON instead of an SSE stream (no progress or requests mid-call)."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else _check_http_url(value)
+
+    @field_validator("tokens")
+    @classmethod
+    def _check_tokens(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, token in value.items():
+            if len(token) < 16:
+                raise ValueError(f"the token for {name!r} is shorter than 16 characters: use a long random value")
+            if any(c.isspace() for c in token):
+                raise ValueError(f"the token for {name!r} contains white space")
+        if len(set(value.values())) != len(value):
+            raise ValueError("two names share one token")
+        return value
+
+    @model_validator(mode="after")
+    def _check_rules(self) -> Self:
+        for index, rule in enumerate(self.access or ()):
+            unknown = [t for t in rule.tokens if t not in self.tokens]
+            if unknown:
+                raise ValueError(f"access[{index}] names tokens not in 'tokens': {', '.join(unknown)}")
+            if rule.claim is not None and self.oauth is None:
+                raise ValueError(f"access[{index}] matches a claim, which needs 'oauth'")
+        return self
+
+    @property
+    def signs_in(self) -> bool:
+        """Whether callers must present credentials."""
+        return bool(self.tokens) or self.oauth is not None
