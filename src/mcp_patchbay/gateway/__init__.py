@@ -1,0 +1,13 @@
+"""The HTTP gateway: ``mcp-patchbay serve --http``, one proxy for a team's clients.
+
+- ``app``: the ASGI application (``/mcp`` on the SDK's streamable HTTP transport, both
+  protocol eras; ``/healthz``, ``/readyz``, ``/metrics``; Host and Origin checks) and its
+  life under uvicorn: startup, SIGTERM drain, shutdown.
+- ``auth``: who may connect (static bearer tokens, JWTs checked against an issuer's
+  JWKS, Protected Resource Metadata and the ``WWW-Authenticate`` challenge).
+- ``access``: who sees what (servers and tools per token or claim).
+- ``metrics``: what ``/metrics`` reports.
+
+Everything behind ``/mcp`` is the same proxy as on stdio (``server.Proxy``): a call
+takes the same path whichever transport brought it.
+"""
