@@ -1,0 +1,186 @@
+"""End to end: the official MCP conformance suite's server scenarios, straight against the HTTP gateway.
+
+One gateway for the module, ``mcp-patchbay serve --http 127.0.0.1:PORT CONFIG`` on a free port,
+its config naming one upstream by URL: ``scripts/bench_gateway_upstream.py --fixtures``, the
+SDK's low-level ``Server`` under uvicorn with the suite's fixture tools, resources and prompts.
+For each scenario the suite (``@modelcontextprotocol/conformance@0.1.16`` on node 22, both
+pinned in tests/e2e/package.json and installed by scripts/install) connects to ``/mcp`` as a
+client of the 2025-11-25 era and checks what it gets. A scenario passes when the suite exits 0
+and its checks.json holds no failure and no warning.
+
+The scenarios are those that apply through a namespacing proxy: the gateway lists the
+upstream's tools as ``conf__NAME``, so scenarios that look a fixture up by its exact name in a
+list (``json-schema-2020-12``) cannot pass through any such proxy. ``scripts/conformance_server``
+runs the same scenarios (``--all``: every server scenario) beside the upstream itself and prints
+a table.
+
+No node 22 or no suite is a skip, with the reason and the command that installs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_util import NODE_MODULES, ROOT
+
+pytestmark = [pytest.mark.e2e]
+
+NODE22 = NODE_MODULES / "node" / "bin" / "node"
+SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+UPSTREAM = ROOT / "scripts" / "bench_gateway_upstream.py"
+START_TIMEOUT = 60.0
+"""Our bound on the upstream's start and on the gateway's, until ``/readyz`` answers 200."""
+RUN_TIMEOUT = 90.0
+"""Our bound on one run of the suite (a scenario takes about a second)."""
+
+SCENARIOS = [
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-error",
+    "logging-set-level",
+    "resources-list",
+    "prompts-list",
+    "dns-rebinding-protection",
+    "server-sse-multiple-streams",
+]
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def node22() -> Path:
+    if not NODE22.exists() or not SUITE.exists():
+        pytest.skip(
+            f"node 22 or the MCP conformance suite is missing ({NODE22}, {SUITE}): run scripts/install "
+            "(it installs both from tests/e2e/package.json; needs npm)"
+        )
+    version = subprocess.run([NODE22, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    if not version.stdout.startswith("v22."):
+        pytest.skip(f"{NODE22} is not node 22 ({version.stdout.strip()!r}): run scripts/install")
+    return NODE22
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``check()`` until it is true; fail after START_TIMEOUT or when ``process`` exits."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"{what}: the process exited with {process.returncode}\n{log.read_text()[-4000:]}")
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not ready within {START_TIMEOUT:.0f}s\n{log.read_text()[-4000:]}")
+        time.sleep(0.1)
+
+
+def ready(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as answer:
+        return answer.status == 200
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``mcp-patchbay serve --http 127.0.0.1:PORT`` in front of the fixture upstream; yields its /mcp URL."""
+    folder = tmp_path_factory.mktemp("gateway")
+    upstream_port, gateway_port = free_port(), free_port()
+    config = folder / "config.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"conf": {"type": "http", "url": f"http://127.0.0.1:{upstream_port}/mcp"}}})
+    )
+    upstream_out, upstream_log, gateway_log = folder / "upstream.out", folder / "upstream.log", folder / "gateway.log"
+    with upstream_out.open("wb") as out, upstream_log.open("wb") as err:
+        upstream = subprocess.Popen(
+            [sys.executable, str(UPSTREAM), "--fixtures", "--name", "conformance", "--port", str(upstream_port)],
+            stdout=out,
+            stderr=err,
+            cwd=ROOT,
+        )
+    try:
+        wait_until(lambda: b"ready" in upstream_out.read_bytes(), "the upstream", upstream, upstream_log)
+        command = [sys.executable, "-m", "mcp_patchbay", "serve", "--http", f"127.0.0.1:{gateway_port}", str(config)]
+        with gateway_log.open("wb") as log:
+            gateway = subprocess.Popen(
+                [*command, "--log-level", "INFO"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ)
+            )
+        try:
+            readyz = f"http://127.0.0.1:{gateway_port}/readyz"
+            wait_until(lambda: ready(readyz), "the gateway's /readyz", gateway, gateway_log)
+            yield f"http://127.0.0.1:{gateway_port}/mcp"
+        finally:
+            stop(gateway)
+    finally:
+        stop(upstream)
+
+
+def run_bounded(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in its own process group; on timeout kill the whole group, then fail."""
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    ) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate(timeout=10)
+            pytest.fail(f"the conformance suite did not finish within {timeout:.0f}s:\n{ANSI.sub('', output)[-4000:]}")
+        return subprocess.CompletedProcess(command, process.returncode, output)
+
+
+def checks_of(results: Path) -> list[dict[str, object]]:
+    """Every check the suite wrote under ``results`` (one checks.json per scenario run)."""
+    found: list[dict[str, object]] = []
+    for checks in results.rglob("checks.json"):
+        found.extend(json.loads(checks.read_text()))
+    return found
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_gateway_passes_the_conformance_suites_server_scenario(
+    node22: Path, gateway_url: str, scenario: str, tmp_path: Path
+) -> None:
+    command = [str(node22), str(SUITE), "server", "--url", gateway_url, "--scenario", scenario]
+    done = run_bounded([*command, "--output-dir", str(tmp_path)], timeout=RUN_TIMEOUT)
+    output = ANSI.sub("", done.stdout)
+    checks = checks_of(tmp_path)
+    bad = [
+        f"{c['status']} {c['id']}: {c.get('errorMessage') or c.get('description')}"
+        for c in checks
+        if c.get("status") in ("FAILURE", "WARNING")
+    ]
+    assert done.returncode == 0 and checks and not bad, (
+        f"the conformance suite's {scenario} against the gateway (exit {done.returncode}, {len(checks)} checks)\n"
+        + "\n".join(bad)
+        + f"\n--- suite output ---\n{output[-6000:]}"
+    )
