@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import mcp_types as types
 
@@ -150,6 +151,52 @@ def build_catalog(
                 catalog.template_patterns.append((_template_pattern(template.uri_template), source.server))
                 catalog.templates.append(template)
     return catalog
+
+
+class Permits(Protocol):
+    """What one caller may use (``gateway.access.Access``): servers, and tools by upstream name."""
+
+    def permits_server(self, server: str) -> bool: ...
+
+    def permits(self, server: str, upstream_tool: str) -> bool: ...
+
+
+def restricted(catalog: Catalog, access: Permits) -> Catalog:
+    """The part of ``catalog`` one caller may use, under the same exposed names: the rest is
+    hidden exactly as a config filter hides it (never listed, never suggested, a call to it
+    is ``TOOL_NOT_AVAILABLE``), and servers it may not use are not named at all."""
+    view = Catalog(separator=catalog.separator)
+    entries: list[NameEntry] = []
+    hidden: list[tuple[str, str]] = list(catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver else ())
+    for tool, target in zip(catalog.tools, catalog.by_exposed.values(), strict=True):
+        if access.permits(target.server, target.upstream_name):
+            view.tools.append(tool)
+            view.by_exposed[target.exposed] = target
+            entries.append(NameEntry(exposed=target.exposed, server=target.server, item=target.upstream_name))
+        else:
+            hidden.append((target.server, target.upstream_name))
+    everywhere: Mapping[str, str] = catalog.tool_resolver.unavailable if catalog.tool_resolver else {}
+    unavailable = {server: why for server, why in everywhere.items() if access.permits_server(server)}
+    view.tool_resolver = Resolver(entries, separator=catalog.separator, hidden=hidden, unavailable=unavailable)
+    prompt_entries: list[NameEntry] = []
+    for prompt, target in zip(catalog.prompts, catalog.prompts_by_exposed.values(), strict=True):
+        if access.permits_server(target.server):
+            view.prompts.append(prompt)
+            view.prompts_by_exposed[target.exposed] = target
+            prompt_entries.append(NameEntry(exposed=target.exposed, server=target.server, item=target.upstream_name))
+    view.prompt_resolver = Resolver(prompt_entries, separator=catalog.separator, unavailable=unavailable)
+    for resource in catalog.resources:
+        owner = catalog.resource_owner[str(resource.uri)]
+        if access.permits_server(owner):
+            view.resources.append(resource)
+            view.resource_owner[str(resource.uri)] = owner
+    for template in catalog.templates:
+        owner = catalog.template_owner[template.uri_template]
+        if access.permits_server(owner):
+            view.templates.append(template)
+            view.template_owner[template.uri_template] = owner
+    view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
+    return view
 
 
 def _unique(prompts: Sequence[types.Prompt]) -> list[types.Prompt]:

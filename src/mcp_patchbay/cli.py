@@ -76,6 +76,8 @@ class Options:
     registered_as: str | None
     server: str | None = None
     """``login`` / ``logout``: the server's name in the config."""
+    http: tuple[str, int] | None = None
+    """``serve --http [HOST:]PORT``: serve MCP over HTTP on this address instead of stdio."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=LOG_FORMATS,
         help="text (default, or $PATCHBAY_LOG_FORMAT) or json: one JSON object a line, on stderr and in --log-file",
     )
+    parser.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve: MCP over streamable HTTP at /mcp on this address (host default 127.0.0.1), "
+        "the gateway for many clients, instead of stdio",
+    )
     parser.add_argument("--json", action="store_true", help="check: print the status as JSON")
     parser.add_argument(
         "--as",
@@ -120,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.environ) -> Options:
     """The command line as ``Options``; ``UsageError`` for a combination that makes no sense."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     words: list[str] = list(args.words)
     command = "serve"
     if words and words[0] in COMMANDS:
@@ -154,7 +162,21 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
         raise UsageError(
             f"PATCHBAY_LOG_FORMAT: unknown format {log_format!r}; expected one of {', '.join(LOG_FORMATS)}"
         )
-    return Options(command, path, level, args.log_file, log_format, args.json, args.registered_as, server)
+    http = _http_address(args.http) if args.http is not None else None
+    if http is not None and command != "serve":
+        raise UsageError(f"--http is for serve, not {command}")
+    return Options(command, path, level, args.log_file, log_format, args.json, args.registered_as, server, http)
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:8080`` for IPv6) as (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--http: expected [HOST:]PORT, like 8080 or 0.0.0.0:8080, got {text!r}")
+    return host, int(port)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -271,13 +293,26 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
         from mcp_patchbay.oauth.commands import login, logout
 
         return anyio.run(login if options.command == "login" else logout, config, options.server)
-    _warn_unfit_name(config)
+    if options.http is not None:
+        from mcp_patchbay.gateway.app import refusal
+
+        refused = refusal(config, *options.http)
+        if refused is not None:
+            print(f"mcp-patchbay: {refused}", file=sys.stderr)
+            return EXIT_CONFIG
+    else:
+        _warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
     # their boot then runs beside ours. The handshake still waits for the client.
     prespawned = Prespawned(prespawn(config.servers, kept))
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(_serve, config, prespawned)
+            if options.http is not None:
+                from mcp_patchbay.gateway.app import serve_http
+
+                anyio.run(serve_http, config, prespawned, *options.http)
+            else:
+                anyio.run(_serve, config, prespawned)
     finally:
         prespawned.stop_all()  # normally all stopped already; never leave one behind
     if argv is None if quick_exit is None else quick_exit:

@@ -2,10 +2,18 @@
 
 An upstream may send requests to its client (sampling, elicitation, roots) and
 notifications (log messages, resource updates). The proxy stands in for the client
-towards every upstream, so those travel on through the session of the one client the
-proxy serves. ``ClientChannel`` is what an upstream may ask (``upstream.Upstream`` takes
-one); ``SessionChannel`` is its implementation over the client's SDK session, which it
-learns from the client's first request (``meet``).
+towards every upstream, so those travel on through the client's session.
+``ClientChannel`` is what an upstream may ask (``upstream.Upstream`` takes one);
+``SessionChannel`` is its implementation over the clients' SDK sessions.
+
+On stdio there is one client: its session is learnt from its first request (``meet``)
+and everything goes there. The HTTP gateway serves many (``shared``): a request from an
+upstream goes to the session whose tool call to that upstream is in flight
+(``calling``), never to another; when calls from several sessions are in flight to
+that server at once, the request cannot be attributed (stdio upstreams of the 2025 era
+do not say which call a request belongs to) and is refused. Upstreams are offered
+sampling and elicitation (some client may answer), not roots (a team's gateway has no
+one client's folders).
 
 Requests an upstream sends before the client spoke, or that the client cannot answer,
 get a JSON-RPC error back, never an exception: an upstream's own call must not fail
@@ -15,17 +23,22 @@ because its question could not be asked.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from mcp_patchbay.sdk import connection_of
 
 logger = logging.getLogger("mcp_patchbay.client_channel")
 
@@ -61,36 +74,91 @@ def _no_pause(server: str) -> AbstractContextManager[None]:
 class SessionChannel:
     """``ClientChannel`` over the client's session, as captured from its first request."""
 
-    def __init__(self, bus: InMemorySubscriptionBus, pause_deadlines: PauseDeadlines | None = None) -> None:
+    def __init__(
+        self, bus: InMemorySubscriptionBus, pause_deadlines: PauseDeadlines | None = None, *, shared: bool = False
+    ) -> None:
         self._bus = bus
         self._pause: PauseDeadlines = pause_deadlines or _no_pause
+        self.shared = shared
         self.session: ServerSession | None = None
-        self._caps: types.ClientCapabilities | None = None
+        """The one client's session (stdio); None when ``shared``."""
+        self._caps: types.ClientCapabilities | None = (
+            types.ClientCapabilities(sampling=types.SamplingCapability(), elicitation=types.ElicitationCapability())
+            if shared
+            else None
+        )
+        self._calls: dict[str, list[ServerRequestContext[Any, Any]]] = {}
+        """Per server, the client requests with a tool call to it in flight (``shared``)."""
+        self._subscribers: WeakKeyDictionary[Connection, set[str]] = WeakKeyDictionary()
+        """Per session, the resource URIs it subscribed to (``shared``)."""
         self.hello = anyio.Event()
         """Set once the client's first request arrived."""
 
+    @contextmanager
+    def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[None]:
+        """A tool call of ``ctx``'s client to ``server`` is in flight: what the server asks
+        meanwhile is for that client."""
+        if not self.shared or ctx is None:
+            yield
+            return
+        calls = self._calls.setdefault(server, [])
+        calls.append(ctx)
+        try:
+            yield
+        finally:
+            calls.remove(ctx)
+
+    def subscribed(self, session: ServerSession, uri: str, on: bool) -> bool:
+        """Record a session's resource subscription (``shared``); whether another session
+        still holds one to ``uri`` (then the upstream's subscription stays)."""
+        connection = connection_of(session)
+        uris = self._subscribers.setdefault(connection, set())
+        if on:
+            uris.add(uri)
+        else:
+            uris.discard(uri)
+        return any(uri in held for other, held in self._subscribers.items() if other is not connection)
+
+    def _caller(self, server: str, what: str) -> ServerRequestContext[Any, Any] | types.ErrorData:
+        """The request whose call to ``server`` a request from it belongs to (``shared``)."""
+        calls = self._calls.get(server) or []
+        sessions = {id(connection_of(ctx.session)) for ctx in calls}
+        if not calls:
+            logger.info("'%s' sent %s outside of any tool call: refused (no client to ask)", server, what)
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{what} is only answered during a tool call.")
+        if len(sessions) > 1:
+            logger.warning(
+                "'%s' sent %s while calls from %d clients were in flight to it: refused, it cannot be told whose",
+                server,
+                what,
+                len(sessions),
+            )
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"{what} cannot be routed: several clients have calls in flight to this server.",
+            )
+        return calls[-1]
+
     def meet(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Learn who the client is from its first request (later ones change nothing)."""
+        if self.shared:
+            if ctx.method == "initialize":
+                _log_client(ctx)
+            return
         if self.hello.is_set() or ctx.request_id is None:
             return
         self.session = ctx.session
         if ctx.method == "initialize":
-            try:
-                init = types.InitializeRequestParams.model_validate(ctx.params or {}, by_name=False)
+            init = _log_client(ctx)
+            if init is not None:
                 self._caps = init.capabilities
-                logger.info(
-                    "client %s %s connected (protocol %s)",
-                    init.client_info.name,
-                    init.client_info.version,
-                    init.protocol_version,
-                )
-            except Exception:
-                logger.debug("could not read the client's initialize params", exc_info=True)
         else:
             self._caps = ctx.session.client_capabilities
         self.hello.set()
 
     async def wait_for_client(self) -> None:
+        if self.shared:
+            return  # the gateway's upstreams start at once: clients come and go
         with anyio.move_on_after(CLIENT_HELLO_WAIT):
             await self.hello.wait()
 
@@ -111,6 +179,15 @@ class SessionChannel:
 
     async def _ask(self, server: str, request: Any, result_type: type[Any]) -> Any:
         session = self.session
+        if self.shared:
+            caller = self._caller(server, request.method)
+            if isinstance(caller, types.ErrorData):
+                return caller
+            if caller.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST, message=f"The client cannot be sent {request.method} on its protocol."
+                )
+            session = caller.session
         if session is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
         try:
@@ -124,6 +201,9 @@ class SessionChannel:
             )
 
     async def notify(self, server: str, notification: types.ServerNotification) -> None:
+        if self.shared:
+            await self._notify_shared(server, notification)
+            return
         session = self.session
         if session is None:
             return
@@ -140,6 +220,52 @@ class SessionChannel:
                 await session.send_notification(notification)
             case _:
                 pass
+
+    async def _notify_shared(self, server: str, notification: types.ServerNotification) -> None:
+        """A log message goes to the client whose call is in flight; a resource update to
+        the sessions subscribed to it and to 2026-07-28 listeners."""
+        match notification:
+            case types.LoggingMessageNotification(params=p):
+                calls = self._calls.get(server) or []
+                sessions = {id(connection_of(ctx.session)): ctx.session for ctx in calls}
+                if len(sessions) != 1:
+                    return
+                (session,) = sessions.values()
+                logger_name = f"{server}/{p.logger}" if p.logger else server
+                message = types.LoggingMessageNotification(
+                    params=types.LoggingMessageNotificationParams(level=p.level, logger=logger_name, data=p.data)
+                )
+                with _quietly("log message"):
+                    await session.send_notification(message)
+            case types.ResourceUpdatedNotification(params=p):
+                await self._bus.publish(ResourceUpdated(uri=str(p.uri)))
+                for connection, uris in list(self._subscribers.items()):
+                    if str(p.uri) in uris:
+                        with _quietly("resource update"):
+                            await connection.send_resource_updated(str(p.uri))
+            case _:
+                pass
+
+
+@contextmanager
+def _quietly(what: str) -> Generator[None]:
+    """A notification to a session that has gone away is dropped, not raised."""
+    try:
+        yield
+    except Exception:
+        logger.debug("could not forward a %s to a client", what, exc_info=True)
+
+
+def _log_client(ctx: ServerRequestContext[Any, Any]) -> types.InitializeRequestParams | None:
+    try:
+        init = types.InitializeRequestParams.model_validate(ctx.params or {}, by_name=False)
+    except Exception:
+        logger.debug("could not read the client's initialize params", exc_info=True)
+        return None
+    logger.info(
+        "client %s %s connected (protocol %s)", init.client_info.name, init.client_info.version, init.protocol_version
+    )
+    return init
 
 
 def session_callbacks(client: ClientChannel | None, name: str) -> dict[str, Any]:

@@ -280,6 +280,7 @@ class Resolver:
             self._targets.append(_Target(entry.server, entry.item, entry))
         visible_count = len(self._targets)
         self._targets.extend(_Target(server, item, None) for server, item in hidden_pairs)
+        self._hidden = tuple(hidden_pairs)
 
         self._normalized = _Index()
         self._unshortened = _Index()
@@ -330,6 +331,15 @@ class Resolver:
     def entries_of(self, server: str) -> tuple[NameEntry, ...]:
         """The visible entries of ``server``, in the order given; ``()`` for any other name."""
         return tuple(self._entry(n) for n in self._server_tools.get(server, ()))
+
+    def hidden_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The (server, item) pairs hidden from this catalog."""
+        return self._hidden
+
+    @property
+    def unavailable(self) -> Mapping[str, str]:
+        """Servers that cannot serve now, to the reason."""
+        return self._unavailable
 
     # -- resolve ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.catalog import owner_of_uri
+from mcp_patchbay.catalog import Catalog, owner_of_uri
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
 from mcp_patchbay.messages import unknown_name
 from mcp_patchbay.supervisor import Supervisor
@@ -45,8 +45,11 @@ class Passthrough:
         supervisor: Supervisor,
         served: Callable[[str, object], None],
         status: Callable[[], dict[str, Any]],
+        catalog: Callable[[], Catalog],
     ) -> None:
+        """``catalog``: what the current caller may see (``server.Proxy.view``)."""
         self.supervisor = supervisor
+        self.catalog = catalog
         self._served = served
         self._status = status
         self._log_level: types.LoggingLevel | None = None
@@ -66,7 +69,7 @@ class Passthrough:
             description="Health of every upstream server: state, errors by code, restarts, breaker state.",
             mime_type="application/json",
         )
-        catalog = self.supervisor.catalog
+        catalog = self.catalog()
         self._served("resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourcesResult(resources=[*catalog.resources, status])
 
@@ -74,13 +77,13 @@ class Passthrough:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         await self.supervisor.wait_startup()
-        catalog = self.supervisor.catalog
+        catalog = self.catalog()
         self._served("resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
     def _owner(self, uri: str) -> list[Upstream]:
         """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
-        owner = owner_of_uri(self.supervisor.catalog, uri)
+        owner = owner_of_uri(self.catalog(), uri)
         upstreams = self.supervisor.upstreams
         if owner is not None and owner in upstreams:
             return [upstreams[owner]]
@@ -148,13 +151,13 @@ class Passthrough:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         await self.supervisor.wait_startup()
-        prompts = list(self.supervisor.catalog.prompts)
+        prompts = list(self.catalog().prompts)
         self._served("prompts", prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
         await self.supervisor.wait_startup()
-        catalog = self.supervisor.catalog
+        catalog = self.catalog()
         target = catalog.prompts_by_exposed.get(called)
         if target is None:
             resolver = catalog.prompt_resolver
@@ -188,9 +191,7 @@ class Passthrough:
             upstream, name = await self._resolve_prompt(ref.name)
             params = params.model_copy(update={"ref": types.PromptReference(type="ref/prompt", name=name)})
         else:
-            owner = self.supervisor.catalog.template_owner.get(ref.uri) or owner_of_uri(
-                self.supervisor.catalog, ref.uri
-            )
+            owner = self.catalog().template_owner.get(ref.uri) or owner_of_uri(self.catalog(), ref.uri)
             if owner is None or owner not in self.supervisor.upstreams:
                 return types.CompleteResult(completion=types.Completion(values=[]))
             upstream = self.supervisor.upstreams[owner]

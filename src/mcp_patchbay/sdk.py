@@ -7,6 +7,12 @@ a request model and validates the result into one. ``send_raw`` does on the wire
 dispatcher) and nothing else, through two private attributes of ``ClientSession``:
 ``_stamp`` and ``_dispatcher``.
 
+On the server side, ``connection_of`` finds the connection behind a request's session
+(``ServerSession`` is made per request; its ``_connection`` is the client's session,
+what the gateway keys per-client state by), and ``SessionManager`` gives each HTTP
+session an event store of its own (the SDK's manager shares one, in which sessions'
+stream ids, their request ids, collide) and says how many sessions are open.
+
 ``sdk_internals_problem`` says what is missing should the SDK change shape under us;
 ``tests/test_sdk.py`` runs it, so an SDK upgrade that moves them fails the suite loudly
 rather than slowing every call down. ``pyproject.toml`` bounds ``mcp`` to the minor
@@ -17,10 +23,17 @@ back to the public ``send_request``.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any, cast
 
 import mcp_types as types
 from mcp.client.session import ClientSession
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
+from mcp.server.session import ServerSession
+from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
 from mcp_patchbay.deadlines import ProgressFn
@@ -63,4 +76,30 @@ async def send_raw(
     return await dispatcher.send_raw_request(method, data.get("params"), opts)
 
 
-__all__ = ["sdk_internals_problem", "send_raw"]
+class SessionManager(StreamableHTTPSessionManager):
+    """The SDK's streamable HTTP session manager, one event store per session."""
+
+    def __init__(
+        self, app: Server[Any], *, event_stores: Callable[[], EventStore] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self._event_stores = event_stores
+
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is not None and self._event_stores is not None:
+            transport._event_store = self._event_stores()  # pyright: ignore[reportPrivateUsage]
+        return transport
+
+    @property
+    def sessions(self) -> int:
+        """Open 2025-era sessions."""
+        return len(self._server_instances)  # pyright: ignore[reportPrivateUsage]
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection (one client session) a request's ``ServerSession`` belongs to."""
+    return session._connection  # pyright: ignore[reportPrivateUsage]
+
+
+__all__ = ["SessionManager", "connection_of", "sdk_internals_problem", "send_raw"]

@@ -23,11 +23,15 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -39,10 +43,11 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from mcp_patchbay import __version__
-from mcp_patchbay.catalog import CatalogTool
+from mcp_patchbay.catalog import Catalog, CatalogTool, Permits, restricted
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
@@ -69,6 +74,7 @@ from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
+from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
@@ -77,6 +83,13 @@ from mcp_patchbay.upstream import Upstream
 logger = logging.getLogger("mcp_patchbay.server")
 
 STATUS_TOOL = "patchbay__status"
+_REQUEST: ContextVar[ServerRequestContext[Any, Any] | None] = ContextVar("patchbay_request", default=None)
+"""The client request being handled (set by ``Proxy._observe``); None on the stdio call lane."""
+CallObserver = Callable[[str | None, str | None, str, float], None]
+"""(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
+``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
+AccessFor = Callable[[], Permits | None]
+"""What the caller of the current request may use; None: everything (stdio, open gateways)."""
 _LIST_EVENTS: dict[str, ServerEvent] = {
     "tools": ToolsListChanged(),
     "prompts": PromptsListChanged(),
@@ -101,8 +114,36 @@ class _ProxyServer(Server[Any]):
         )
 
 
+@dataclass(eq=False)
+class View:
+    """What one caller may see: the catalog under its access, what it lists, its servers."""
+
+    catalog: Catalog
+    exposure: Exposure
+    servers: dict[str, str | None]
+    access: Permits | None
+
+
+@dataclass(eq=False)
+class _Audience:
+    """What one client session has been served (a change is measured against it)."""
+
+    access: Permits | None
+    served: dict[str, object] = field(default_factory=dict[str, object])
+    """Each list as it was last served, by kind."""
+    told: set[str] = field(default_factory=set[str])
+    """Kinds it was told changed and has not listed since: one notice is enough."""
+
+
+class _Listeners:
+    """The audience of 2026-07-28 clients, which hear of changes on ``subscriptions/listen``."""
+
+
+_LISTENERS = _Listeners()
+
+
 class Proxy:
-    """The proxy for one client connection (stdio serves exactly one)."""
+    """The proxy: stdio serves one client with it; the HTTP gateway serves every session."""
 
     def __init__(
         self,
@@ -110,15 +151,20 @@ class Proxy:
         *,
         connector: Connector | None = None,
         prespawned: Prespawned | None = None,
+        access_for: AccessFor | None = None,
+        shared: bool = False,
     ) -> None:
+        """``access_for``: the current caller's access (the gateway's sign-in); ``shared``:
+        many clients at once (the gateway), so upstreams are offered what any may answer."""
         self.config = config
         self.settings = config.settings
         self._bus = InMemorySubscriptionBus()
-        self.channel = SessionChannel(self._bus, self._pause_deadlines)
-        self._served: dict[str, object] = {}
-        """Each list as the client was last served it, by kind: what a change is measured against."""
-        self._told: set[str] = set()
-        """Kinds the client was told changed and has not listed since: one notice is enough."""
+        self.channel = SessionChannel(self._bus, self._pause_deadlines, shared=shared)
+        self._access_for = access_for
+        self._audiences: WeakKeyDictionary[Connection | _Listeners, _Audience] = WeakKeyDictionary()
+        """Per client session (the SDK's ``Connection``), what it was served."""
+        self._views: dict[Permits, View] = {}
+        self._exposures: dict[Permits, Exposure] = {}
         self.supervisor = Supervisor(
             config,
             client=self.channel,
@@ -127,11 +173,17 @@ class Proxy:
             prespawned=prespawned or Prespawned(),
         )
         self.supervisor.listeners.append(self._on_catalog_change)
-        self.passthrough = Passthrough(self.supervisor, self._serving, self.status_snapshot)
+        self.passthrough = Passthrough(
+            self.supervisor, self._serving, self.status_snapshot, lambda: self.view().catalog
+        )
         self.supervisor.ready_listeners.append(self.passthrough.on_upstream_ready)
         self._pending_changes: set[str] = set()
         self._changes = anyio.Event()
         self.exposure = Exposure(self.settings)
+        self.on_call: CallObserver | None = None
+        """Told of every tool call's outcome (the gateway's metrics)."""
+        self._views_of: Catalog | None = None
+        """The catalog the cached views were made from."""
         self.server = self._build_server()
         self.lane = CallLane(self.run_tool)
 
@@ -208,9 +260,34 @@ class Proxy:
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: the channel back to the client learns it from its first request."""
+        """Middleware: the channel back to the client learns it from its first request, and
+        the handler (and the calls it starts) knows which request it serves."""
         self.channel.meet(ctx)
+        _REQUEST.set(ctx)
         return await call_next(ctx)
+
+    # --- what a caller sees ---------------------------------------------------------------
+
+    def view(self, access: Permits | bool | None = True) -> View:
+        """What the current caller (or ``access``) may see; cached per access and catalog."""
+        if access is True:
+            access = self._access_for() if self._access_for is not None else None
+        catalog = self.supervisor.catalog
+        servers = described_servers(self.supervisor.upstreams)
+        if access is None or access is False or getattr(access, "everything", False):
+            return View(catalog, self.exposure, servers, None)
+        if self._views_of is not catalog:  # the catalog object itself is kept: an id() could be reused
+            self._views.clear()
+            self._views_of = catalog
+        cached = self._views.get(access)
+        if cached is not None:
+            return cached
+        exposure = self._exposures.get(access)
+        if exposure is None:
+            exposure = self._exposures[access] = Exposure(self.settings)
+        permitted = {name: text for name, text in servers.items() if access.permits_server(name)}
+        view = self._views[access] = View(restricted(catalog, access), exposure, permitted, access)
+        return view
 
     # --- change notifications -------------------------------------------------------------
 
@@ -218,26 +295,41 @@ class Proxy:
         self._pending_changes |= kinds
         self._changes.set()
 
-    def _current(self, kind: str) -> object:
-        """What the client would get now for a list (the value ``_served`` keeps)."""
-        catalog = self.supervisor.catalog
+    def _current(self, kind: str, view: View) -> object:
+        """What a client would get now for a list (the value an audience's ``served`` keeps)."""
+        catalog = view.catalog
         if kind == "tools":
-            return self._tools_listing()
+            return self._tools_listing(view)
         if kind == "prompts":
             return list(catalog.prompts)
         return (list(catalog.resources), list(catalog.templates))
 
     def _serving(self, kind: str, listing: object) -> None:
-        self._served[kind] = listing
-        self._told.discard(kind)
+        """A list was served to the current request's client: remember it for its session."""
+        ctx = _REQUEST.get()
+        if ctx is None:
+            return
+        handshake = ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        key: Connection | _Listeners = connection_of(ctx.session) if handshake else _LISTENERS
+        audience = self._audiences.get(key)
+        if audience is None:
+            access = self._access_for() if self._access_for is not None and key is not _LISTENERS else None
+            audience = self._audiences[key] = _Audience(access)
+        audience.served[kind] = listing
+        audience.told.discard(kind)
 
-    def _changed_lists(self, kinds: set[str]) -> list[str]:
-        """The kinds worth a ``list_changed``: served to the client, not yet announced, and
-        different now in content (an upstream that restarts with the same tools changes nothing)."""
+    def _changed_lists(self, audience: _Audience, kinds: set[str]) -> list[str]:
+        """The kinds worth a ``list_changed`` for one audience: served to it, not yet announced,
+        and different now in content (an upstream that restarts with the same tools changes nothing)."""
         changed: list[str] = []
+        view = self.view(audience.access)
         for kind in sorted(kinds):
-            if kind in self._served and kind not in self._told and self._current(kind) != self._served[kind]:
-                self._told.add(kind)
+            if (
+                kind in audience.served
+                and kind not in audience.told
+                and self._current(kind, view) != audience.served[kind]
+            ):
+                audience.told.add(kind)
                 changed.append(kind)
         return changed
 
@@ -246,25 +338,28 @@ class Proxy:
             await self._changes.wait()
             self._changes = anyio.Event()
             kinds, self._pending_changes = self._pending_changes, set()
-            changed = self._changed_lists(kinds)
-            if not changed:
-                logger.debug("lists recomputed (%s): nothing the client was served changed", ", ".join(sorted(kinds)))
-                continue
-            for kind in changed:
-                await self._bus.publish(_LIST_EVENTS[kind])
-            session = self.channel.session
-            if session is None:
-                continue
-            try:
-                if "tools" in changed:
-                    await session.send_tool_list_changed()
-                if "prompts" in changed:
-                    await session.send_prompt_list_changed()
-                if "resources" in changed:
-                    await session.send_resource_list_changed()
-                logger.debug("told the client that %s changed", ", ".join(changed))
-            except Exception:
-                logger.debug("could not send list_changed", exc_info=True)
+            told = 0
+            for key, audience in list(self._audiences.items()):
+                changed = self._changed_lists(audience, kinds)
+                if not changed:
+                    continue
+                told += 1
+                if isinstance(key, _Listeners):
+                    for kind in changed:
+                        await self._bus.publish(_LIST_EVENTS[kind])
+                    continue
+                try:
+                    if "tools" in changed:
+                        await key.send_tool_list_changed()
+                    if "prompts" in changed:
+                        await key.send_prompt_list_changed()
+                    if "resources" in changed:
+                        await key.send_resource_list_changed()
+                    logger.debug("told a client that %s changed", ", ".join(changed))
+                except Exception:
+                    logger.debug("could not send list_changed", exc_info=True)
+            if not told:
+                logger.debug("lists recomputed (%s): nothing a client was served changed", ", ".join(sorted(kinds)))
 
     # --- tools ----------------------------------------------------------------------------
 
@@ -272,16 +367,13 @@ class Proxy:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         await self.supervisor.wait_startup()
-        tools = self._tools_listing()
+        tools = self._tools_listing(self.view())
         self._serving("tools", tools)
         return types.ListToolsResult(tools=tools)
 
-    def _tools_listing(self) -> list[types.Tool]:
-        tools = self.exposure.listing(self.supervisor.catalog, self._servers())
+    def _tools_listing(self, view: View) -> list[types.Tool]:
+        tools = view.exposure.listing(view.catalog, view.servers)
         return [*tools, _status_tool()] if self.settings.status_tool else tools
-
-    def _servers(self) -> dict[str, str | None]:
-        return described_servers(self.supervisor.upstreams)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -300,7 +392,7 @@ class Proxy:
                 "The server answered with a malformed tool result. Retry once; if it persists, tell the user.",
                 detail=f"not a valid CallToolResult: {exc}",
             )
-            target = self.supervisor.catalog.by_exposed.get(params.name)
+            target = self.view().catalog.by_exposed.get(params.name)
             failed = self._fail(error, params.name, target, target.server if target else None, started)
             return types.CallToolResult.model_validate(failed, by_name=False)
 
@@ -319,18 +411,20 @@ class Proxy:
         ``named_as_data``: the name came as ``call_tool``'s argument, so a name that cannot be
         resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call)."""
         started = time.monotonic()
-        target = self.supervisor.catalog.by_exposed.get(called)
+        view = self.view()
+        target = view.catalog.by_exposed.get(called)
         server: str | None = None
         try:
             if target is None and not self.supervisor.started:
                 await self.supervisor.wait_startup()
-                target = self.supervisor.catalog.by_exposed.get(called)
+                view = self.view()
+                target = view.catalog.by_exposed.get(called)
             if target is None:
                 if called == STATUS_TOOL and self.settings.status_tool:
                     return self._status_result()
                 own = self.exposure.names
                 if called == own.find_tools:
-                    return await self._find_tools(arguments)
+                    return await self._find_tools(arguments, view)
                 if called == own.call_tool:
                     name, target_arguments = call_request(arguments, own)
                     if name in (own.find_tools, own.call_tool):
@@ -339,7 +433,7 @@ class Proxy:
                             f"{own.call_tool} calls the servers' tools; call {name} directly instead.",
                         )
                     return await self.run_tool(name, target_arguments, on_progress, meta, named_as_data=True)
-                target = await self._resolve(called)
+                target = await self._resolve(called, view)
             server = target.server
             upstream = self.supervisor.upstreams.get(server)
             if upstream is None:
@@ -357,10 +451,14 @@ class Proxy:
                         tool=target.upstream_name,
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
-            result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress, meta))
+            with self.channel.calling(server, _REQUEST.get()):
+                result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress, meta))
             result = bounded(
                 result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
             )
+            if self.on_call is not None:
+                outcome = "tool_error" if result.get("isError") else "ok"
+                self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
                     "call %s -> %s/%s ok%s in %.1f ms",
@@ -387,18 +485,20 @@ class Proxy:
     async def _warm_index(self) -> None:
         """In search mode, build the index once startup is done, so the first search need not."""
         await self.supervisor.wait_startup()
-        if self.exposure.search_mode(self.supervisor.catalog):
-            await self.exposure.index(self.supervisor.catalog, self._servers())
+        view = self.view(None)
+        if view.exposure.search_mode(view.catalog):
+            await view.exposure.index(view.catalog, view.servers)
 
-    async def _find_tools(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    async def _find_tools(self, arguments: dict[str, Any] | None, view: View) -> dict[str, Any]:
         """Search mode's ``find_tools`` (after startup, as ``tools/list``)."""
         request = find_request(arguments)
-        index = await self.exposure.index(self.supervisor.catalog, self._servers())
-        notes = unavailable_notes(request.query, self.supervisor.upstreams.values())
+        index = await view.exposure.index(view.catalog, view.servers)
+        upstreams = [u for name, u in self.supervisor.upstreams.items() if name in view.servers]
+        notes = unavailable_notes(request.query, upstreams)
         return find_result(index, request, notes, self.exposure.names)
 
-    async def _resolve(self, called: str, *, again: bool = True) -> CatalogTool:
-        catalog = self.supervisor.catalog
+    async def _resolve(self, called: str, view: View, *, again: bool = True) -> CatalogTool:
+        catalog = view.catalog
         resolver = catalog.tool_resolver
         assert resolver is not None
         resolution = resolver.resolve(called)
@@ -414,9 +514,9 @@ class Proxy:
                 error = await upstream.unavailable()
                 # Signed in just now (oauth.gate): once it is ready its tools are in the catalog.
                 if again and isinstance(error, SignedIn) and await upstream.wait_ready(self.settings.connect_timeout):
-                    return await self._resolve(called, again=False)
+                    return await self._resolve(called, self.view(view.access), again=False)
                 raise error
-        searching = self.exposure.search_mode(catalog)
+        searching = view.exposure.search_mode(catalog)
         raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
 
     def _tool_call(
@@ -454,6 +554,8 @@ class Proxy:
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
+        if self.on_call is not None:
+            self.on_call(server, tool, error.code.value, time.monotonic() - started)
         # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
         # proxy's and the upstreams' failures, which clients show to the user as errors.
         # A sign-in the user has to give is not a failure either: the gate logs the sign-in itself.
@@ -494,7 +596,10 @@ class Proxy:
         return {"content": [{"type": "text", "text": json.dumps(snapshot, indent=1)}], "structuredContent": snapshot}
 
     def status_snapshot(self) -> dict[str, Any]:
-        return self.supervisor.status.snapshot({n: u.status() for n, u in self.supervisor.upstreams.items()})
+        """The health of the servers the current caller may use."""
+        view = self.view()
+        upstreams = {n: u.status() for n, u in self.supervisor.upstreams.items() if n in view.servers}
+        return self.supervisor.status.snapshot(upstreams)
 
     def _pause_deadlines(self, server: str) -> AbstractContextManager[None]:
         upstream = self.supervisor.upstreams.get(server)

@@ -1,0 +1,291 @@
+"""The gateway's ASGI application and its life: ``mcp-patchbay serve --http [HOST:]PORT``.
+
+Routes:
+
+- ``/mcp``: MCP over streamable HTTP, the SDK's transport (``sdk.SessionManager``) in
+  front of the one ``server.Proxy`` every client shares: 2025-11-25 sessions
+  (``Mcp-Session-Id``, the GET stream, resumable SSE with event ids) and stateless
+  2026-07-28 requests. Host and Origin are checked (DNS rebinding); with sign-in
+  configured, a request without valid credentials gets 401 and nothing else.
+- ``/healthz``: 200 while the process serves. ``/readyz``: 200 once startup is done
+  (every server up or given up on), 503 while draining. ``/metrics``: Prometheus.
+- ``/.well-known/oauth-protected-resource[/mcp]`` with ``gateway.oauth`` (``auth``).
+
+SIGTERM (or SIGINT) drains: readiness goes false, new sessions get 503, calls in flight
+get ``gateway.drain_grace`` seconds to finish; then the listener closes, the upstreams
+stop, and the process exits 0. A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+import anyio
+import anyio.abc
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_patchbay import __version__
+from mcp_patchbay.catalog import Permits
+from mcp_patchbay.config import Config
+from mcp_patchbay.config.gateway import GatewaySettings
+from mcp_patchbay.gateway.access import AccessPolicy
+from mcp_patchbay.gateway.auth import build_auth, is_loopback
+from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
+from mcp_patchbay.sdk import SessionManager
+from mcp_patchbay.server import Proxy
+from mcp_patchbay.spawn import Prespawned
+
+logger = logging.getLogger("mcp_patchbay.gateway")
+
+MCP_PATH = "/mcp"
+SESSION_HEADER = b"mcp-session-id"
+SHUTDOWN_GRACE = 2
+"""Seconds uvicorn gives open connections (GET streams) once draining is over."""
+
+
+def refusal(config: Config, host: str, port: int) -> str | None:
+    """Why the gateway must not start on this address, or None: off loopback, callers sign in."""
+    settings = config.gateway or GatewaySettings()
+    if not is_loopback(host) and not settings.signs_in:
+        return (
+            f"{config.path}: serving on {host}:{port}, beyond this machine, needs a sign-in: set "
+            '"gateway": {"tokens": {...}} or {"oauth": {...}} (see the README, "The HTTP gateway"), '
+            "or bind 127.0.0.1"
+        )
+    return None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def security_settings(settings: GatewaySettings, host: str, port: int) -> TransportSecuritySettings:
+    """Host and Origin checks against DNS rebinding: the bind address, the public ``url``,
+    loopback names on a loopback bind, and what the config adds."""
+    hosts: list[str] = list(settings.allowed_hosts)
+    origins: list[str] = list(settings.allowed_origins)
+    if is_loopback(host):
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    elif host not in ("0.0.0.0", "::"):
+        hosts += [f"{_url_host(host)}:{port}", _url_host(host)]
+    if settings.url is not None:
+        from urllib.parse import urlsplit
+
+        parsed = urlsplit(settings.url)
+        hosts.append(parsed.netloc)
+        origins.append(f"{parsed.scheme}://{parsed.netloc}")
+    checked = is_loopback(host) or settings.url is not None or bool(settings.allowed_hosts)
+    if not checked:
+        logger.warning(
+            "Host checks are off: bound to %s with neither gateway.url nor gateway.allowed_hosts; "
+            "callers still need a sign-in",
+            host,
+        )
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=checked, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class Gateway:
+    """The proxy served over HTTP to many clients."""
+
+    def __init__(self, config: Config, host: str, port: int, *, prespawned: Prespawned | None = None) -> None:
+        self.config = config
+        self.settings = config.gateway or GatewaySettings()
+        self.host, self.port = host, port
+        self.resource_url = self.settings.url or f"http://{_url_host(host)}:{port}{MCP_PATH}"
+        self.auth = build_auth(self.settings, self.resource_url)
+        self.policy = AccessPolicy(self.settings)
+        restricted = self.settings.access is not None
+        self.proxy = Proxy(config, prespawned=prespawned, access_for=self._access if restricted else None, shared=True)
+        self.manager = SessionManager(
+            self.proxy.server,
+            event_stores=MemoryEventStore,
+            json_response=self.settings.json_response,
+            security_settings=security_settings(self.settings, host, port),
+            session_idle_timeout=self.settings.session_idle_timeout,
+        )
+        self.ready = False
+        self.draining = False
+        self._idle = anyio.Event()
+        self.metrics = Metrics(
+            self.proxy, sessions=lambda: self.manager.sessions, ready=lambda: self.ready, draining=lambda: self.draining
+        )
+        self.proxy.on_call = self.metrics.observe_call
+        self.app = self._build_app()
+
+    def _access(self) -> Permits | None:
+        return self.policy.for_token(get_access_token())
+
+    def _build_app(self) -> Starlette:
+        mcp = _Asgi(self._mcp)
+        routes = [
+            Route(MCP_PATH, endpoint=self.auth.protect(mcp) if self.auth else mcp, methods=["GET", "POST", "DELETE"]),
+            Route("/healthz", endpoint=self._healthz, methods=["GET"]),
+            Route("/readyz", endpoint=self._readyz, methods=["GET"]),
+            Route("/metrics", endpoint=self._metrics, methods=["GET"]),
+        ]
+        if self.auth is not None:
+            routes += self.auth.routes
+        return Starlette(routes=routes, middleware=self.auth.middleware if self.auth else None)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":  # the standalone stream: open for the session's life
+            await self.manager.handle_request(scope, receive, send)
+            return
+        if self.draining and _opens_session(scope):
+            await Response("draining: connect again (another replica will answer)", 503, headers={"Retry-After": "1"})(
+                scope, receive, send
+            )
+            return
+        self.metrics.in_flight += 1
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            self.metrics.in_flight -= 1
+            if self.draining and self.metrics.in_flight == 0:
+                self._idle.set()
+
+    async def _healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "alive", "version": __version__})
+
+    async def _readyz(self, request: Request) -> Response:
+        if self.draining:
+            return JSONResponse({"status": "draining"}, 503)
+        if not self.ready:
+            return JSONResponse({"status": "starting"}, 503)
+        return JSONResponse({"status": "ready"})
+
+    async def _metrics(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def _become_ready(self) -> None:
+        await self.proxy.supervisor.wait_startup()
+        self.ready = True
+        logger.info(
+            "ready: %d servers, %d tools",
+            len(self.proxy.supervisor.upstreams),
+            len(self.proxy.supervisor.catalog.tools),
+        )
+
+    async def drain(self, server: uvicorn.Server) -> None:
+        """Readiness off, no new sessions, calls in flight finish (``drain_grace`` at most), then stop."""
+        self.draining = True
+        grace = self.settings.drain_grace
+        logger.warning("draining: %d request(s) in flight, up to %g s", self.metrics.in_flight, grace)
+        if self.metrics.in_flight:
+            with anyio.move_on_after(grace) as scope:
+                await self._idle.wait()
+            if scope.cancelled_caught:
+                logger.warning("drain grace over with %d request(s) still in flight", self.metrics.in_flight)
+        server.should_exit = True
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until a signal has drained the gateway (or the task is cancelled)."""
+        server = _Server(
+            uvicorn.Config(
+                self.app,
+                host=self.host,
+                port=self.port,
+                lifespan="off",
+                log_config=None,
+                access_log=False,
+                server_header=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE,
+            )
+        )
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.proxy.run)
+            tg.start_soon(self._become_ready)
+            async with self.manager.run():
+                tg.start_soon(self._on_signals, server)
+                tg.start_soon(self._announce, server, task_status)
+                await server.serve()
+            tg.cancel_scope.cancel()
+
+    async def _announce(self, server: uvicorn.Server, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
+        while not server.started:  # uvicorn offers no event; its startup takes a few ms
+            await anyio.sleep(0.005)
+        sockname = server.servers[0].sockets[0].getsockname()
+        bound = (str(sockname[0]), int(sockname[1]))
+        logger.info("serving MCP at http://%s:%d%s", _url_host(bound[0]), bound[1], MCP_PATH)
+        task_status.started(bound)
+
+    async def _on_signals(self, server: uvicorn.Server) -> None:
+        if sys.platform == "win32":
+            return
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+                async for signum in signals:
+                    if self.draining:
+                        logger.warning("received %s again: stopping now", signal.Signals(signum).name)
+                        server.force_exit = server.should_exit = True
+                        tg.cancel_scope.cancel()
+                        return
+                    logger.warning("received %s: draining", signal.Signals(signum).name)
+                    tg.start_soon(self.drain, server)
+
+
+class _Asgi:
+    """An ASGI callable as a route's endpoint (starlette takes functions and methods for
+    request handlers)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its signal handlers: the gateway drains on signals itself."""
+
+    def capture_signals(self) -> Any:
+        return nullcontext()
+
+
+def _opens_session(scope: Scope) -> bool:
+    """A POST without a session id on the handshake era: it would open a session."""
+    headers = dict(scope["headers"])
+    if SESSION_HEADER in headers:
+        return False
+    version = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode("ascii"))
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+async def serve_http(config: Config, prespawned: Prespawned, host: str, port: int) -> None:
+    """``mcp-patchbay serve --http``: serve until drained, then stop every upstream."""
+    from mcp_patchbay.transports.stdio import shutdown
+    from mcp_patchbay.watch import reload_on_sighup, watch_config
+
+    gateway = Gateway(config, host, port, prespawned=prespawned)
+    logger.info("mcp-patchbay %s gateway for %d servers from %s", __version__, len(config.servers), config.path)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reload_on_sighup, config.path, gateway.proxy.supervisor.apply)
+            if config.settings.watch:
+                tg.start_soon(watch_config, config.path, gateway.proxy.supervisor.apply)
+
+            async def serve_then_stop(*, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
+                await gateway.serve(task_status=task_status)
+                tg.cancel_scope.cancel()
+
+            host, port = await tg.start(serve_then_stop)
+            print(f"mcp-patchbay: serving MCP at http://{_url_host(host)}:{port}{MCP_PATH}", file=sys.stderr)
+    finally:
+        shutdown()

@@ -1,0 +1,105 @@
+"""What ``/metrics`` reports, in Prometheus' text format (the ``prometheus_client`` library).
+
+Counted as they happen: tool calls by server, tool and outcome (``ok``, ``tool_error``, or
+the proxy's error code, ``TIMEOUT``, ``SERVER_UNAVAILABLE``...) and their latency per
+server and tool; HTTP requests in flight. Read at scrape time from the proxy itself (a
+custom collector, so nothing can drift): every upstream's state and circuit breaker as
+one-hot gauges, calls in flight per upstream, open 2025-era sessions, readiness and
+draining. A registry of its own, so nothing of the library's process defaults leaks in
+twice when tests build several gateways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from mcp_patchbay.server import Proxy
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+UPSTREAM_STATES = ("starting", "ready", "failed", "stopped", "disabled", "needs_sign_in")
+BREAKER_STATES = ("closed", "open", "half_open")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Seconds: a fast upstream answers in a millisecond or two; slow tools take tens of seconds."""
+
+
+class Metrics:
+    """The gateway's metrics over one proxy."""
+
+    def __init__(
+        self, proxy: Proxy, *, sessions: Callable[[], int], ready: Callable[[], bool], draining: Callable[[], bool]
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.calls = Counter(
+            "patchbay_tool_calls",
+            "Tool calls by server, tool and outcome (ok, tool_error, or the proxy's error code).",
+            ("server", "tool", "outcome"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "patchbay_tool_call_duration_seconds",
+            "Tool call latency through the gateway, by server and tool.",
+            ("server", "tool"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_ProxyCollector(proxy, sessions, ready, draining))
+        self.in_flight = 0
+        """HTTP requests to /mcp being answered (GET streams excluded)."""
+
+    def observe_call(self, server: str | None, tool: str | None, outcome: str, seconds: float) -> None:
+        server_label, tool_label = server or "", tool or ""
+        self.calls.labels(server_label, tool_label, outcome).inc()
+        if server is not None:
+            self.latency.labels(server_label, tool_label).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _ProxyCollector(Collector):
+    def __init__(
+        self, proxy: Proxy, sessions: Callable[[], int], ready: Callable[[], bool], draining: Callable[[], bool]
+    ) -> None:
+        self._proxy = proxy
+        self._sessions = sessions
+        self._ready = ready
+        self._draining = draining
+
+    def collect(self) -> Iterator[Metric]:
+        states = GaugeMetricFamily(
+            "patchbay_upstream_state", "1 for each upstream's current state.", labels=("server", "state")
+        )
+        breakers = GaugeMetricFamily(
+            "patchbay_upstream_breaker_state",
+            "1 for each upstream's circuit breaker state.",
+            labels=("server", "state"),
+        )
+        in_flight = GaugeMetricFamily(
+            "patchbay_upstream_calls_in_flight", "Calls in flight per upstream.", labels=("server",)
+        )
+        tools = GaugeMetricFamily("patchbay_upstream_tools", "Tools each upstream lists.", labels=("server",))
+        for name, upstream in self._proxy.supervisor.upstreams.items():
+            status = upstream.status()
+            for state in UPSTREAM_STATES:
+                states.add_metric((name, state), 1.0 if status["state"] == state else 0.0)
+            for state in BREAKER_STATES:
+                breakers.add_metric((name, state), 1.0 if status["breaker"] == state else 0.0)
+            in_flight.add_metric((name,), float(status["in_flight"]))
+            tools.add_metric((name,), float(status["tools"]))
+        yield states
+        yield breakers
+        yield in_flight
+        yield tools
+        yield GaugeMetricFamily("patchbay_sessions", "Open 2025-era MCP sessions.", value=float(self._sessions()))
+        yield GaugeMetricFamily(
+            "patchbay_ready", "1 when the gateway is ready for traffic.", value=float(self._ready())
+        )
+        yield GaugeMetricFamily(
+            "patchbay_draining", "1 while the gateway drains on SIGTERM.", value=float(self._draining())
+        )
