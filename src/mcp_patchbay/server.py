@@ -199,8 +199,8 @@ class Proxy:
             on_list_resources=self.passthrough.list_resources,
             on_list_resource_templates=self.passthrough.list_templates,
             on_read_resource=self.passthrough.read_resource,
-            on_subscribe_resource=self.passthrough.subscribe,
-            on_unsubscribe_resource=self.passthrough.unsubscribe,
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
             on_list_prompts=self.passthrough.list_prompts,
             on_get_prompt=self.passthrough.get_prompt,
             on_completion=self.passthrough.complete,
@@ -288,6 +288,21 @@ class Proxy:
         permitted = {name: text for name, text in servers.items() if access.permits_server(name)}
         view = self._views[access] = View(restricted(catalog, access), exposure, permitted, access)
         return view
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        if self.channel.shared:
+            self.channel.subscribed(ctx.session, str(params.uri), on=True)
+        return await self.passthrough.subscribe(ctx, params)
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        """On the gateway, the upstream's subscription stays while another session holds one."""
+        if self.channel.shared and self.channel.subscribed(ctx.session, str(params.uri), on=False):
+            return types.EmptyResult()
+        return await self.passthrough.unsubscribe(ctx, params)
 
     # --- change notifications -------------------------------------------------------------
 
