@@ -1,0 +1,532 @@
+"""Three gateway replicas behind a real HAProxy, clients of both eras, one replica SIGKILLed mid-run.
+
+    scripts/replicas [--duration 20] [--kill-at 6] [--term-at 0] [--legacy 4] [--modern 4] [--json FILE]
+
+Starts, on loopback ports picked at random:
+
+- ``--replicas`` (3) replicas of ``mcp-patchbay serve --http 127.0.0.1:PORT --config CONFIG``,
+  all on one config whose one upstream is scripts/replicas_upstream.py over stdio (each
+  replica starts its own; its answers name the replica);
+- HAProxy (Debian's package) with deploy/haproxy/haproxy.cfg as it is, its addresses given
+  through the environment variables the file reads;
+
+waits until every replica's ``/readyz`` answers 200 and HAProxy sees them all up (bounded),
+then drives calls through HAProxy from SDK clients of both eras (scripts/replicas_clients.py)
+for ``--duration`` seconds. At ``--kill-at`` it SIGKILLs one replica (``--kill``, r2); with
+``--term-at`` it also sends SIGTERM to another (``--term``, r3) to watch it drain. Every call
+and every client opening is bounded by ``--call-timeout``: one that runs past it is a hang.
+
+Prints what every call got, per era: ok results, isError results, errors the client saw
+(transport or JSON-RPC), hangs, wrong answers; what calls in flight at the kill got; how long
+until new calls succeeded again; which replicas served whom (stateless requests spread,
+sessions stick). ``--json FILE`` writes all of it, every call included.
+
+Exit status 1 when a call or opening hung, an answer was wrong, a session's calls were
+served by two replicas, or new calls did not all succeed again within ``--recover-within``
+seconds of the kill; 2 when the replicas or HAProxy could not be started. Every process it
+starts is stopped on the way out, Ctrl-C included; the run's files (config, logs) are kept
+with ``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import logging
+import math
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import anyio
+import httpx2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replicas_report
+from replicas_clients import LEGACY, MODERN, Plan, Record, worker
+
+ROOT = Path(__file__).resolve().parent.parent
+HAPROXY_CFG = ROOT / "deploy" / "haproxy" / "haproxy.cfg"
+UPSTREAM = ROOT / "scripts" / "replicas_upstream.py"
+DEFAULT_GATEWAY = shlex.quote(str(ROOT / ".venv" / "bin" / "mcp-patchbay")) + " serve --http {addr} --config {config}"
+SERVER = "fast"
+"""The upstream's name in the config: its tools are ``fast__echo``, ``fast__sleep``, ``fast__ask``."""
+
+
+class StartupFailed(Exception):
+    """The replicas or HAProxy did not come up; the message says which and why."""
+
+
+# ---- processes ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Processes:
+    """Every process this run starts, each in its own session, and their stop on the way out.
+
+    Children are found again by ``PATCHBAY_REPLICAS_RUN`` in their environment (the replicas
+    pass it to their upstreams through the config), so an upstream that outlived its replica
+    is stopped too.
+    """
+
+    run_id: str
+    directory: Path
+    started: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict[str, "subprocess.Popen[bytes]"])
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = (self.directory / f"{name}.log").open("wb")
+        try:
+            process = subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        finally:
+            log.close()
+        self.started[name] = process
+        return process
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        path = self.directory / f"{name}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def ours(self) -> list[int]:
+        """Processes whose environment carries this run's id (replicas, their upstreams)."""
+        marker = f"PATCHBAY_REPLICAS_RUN={self.run_id}".encode()
+        found: list[int] = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            with contextlib.suppress(OSError):
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+        return found
+
+    def upstreams_of(self, replica: str) -> list[int]:
+        marker = f"PATCHBAY_REPLICA={replica}".encode()
+        pids: list[int] = []
+        for pid in self.ours():
+            with contextlib.suppress(OSError):
+                if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    pids.append(pid)
+        started = {p.pid for p in self.started.values()}
+        return [p for p in pids if p not in started]
+
+    def stop_all(self) -> None:
+        alive = [p for p in self.started.values() if p.poll() is None]
+        for process in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for process in alive:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        for process in self.started.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=2)
+        for pid in self.ours():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def find_haproxy(given: str | None) -> str:
+    for candidate in (
+        given,
+        os.environ.get("HAPROXY"),
+        shutil.which("haproxy"),
+        "/usr/sbin/haproxy",
+        str(ROOT / ".cache" / "haproxy" / "usr" / "sbin" / "haproxy"),
+    ):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise StartupFailed(
+        "HAProxy not found: apt-get install haproxy (Debian's package), or without root "
+        "`apt-get download haproxy && dpkg -x haproxy_*.deb .cache/haproxy`, or --haproxy PATH"
+    )
+
+
+# ---- setup -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    names: list[str]
+    ports: dict[str, int]  # replica name -> port
+    front: int
+    stats: int
+    token: str | None
+    config: Path
+    haproxy: str
+    haproxy_version: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.front}/mcp"
+
+    @property
+    def stats_url(self) -> str:
+        return f"http://127.0.0.1:{self.stats}/stats;csv"
+
+
+def write_config(path: Path, front: int, drain_grace: float, with_token: bool) -> None:
+    gateway: dict[str, Any] = {
+        # The address clients use is HAProxy's: Host checks and metadata follow it.
+        "url": f"http://127.0.0.1:{front}/mcp",
+        "allowed_hosts": [f"127.0.0.1:{front}", f"localhost:{front}"],
+        # One key for every replica: a requestState sealed by one opens on any.
+        "request_state_keys": ["${PATCHBAY_STATE_KEY}"],
+        "drain_grace": drain_grace,
+    }
+    if with_token:
+        gateway["tokens"] = {"replicas": "${PATCHBAY_REPLICAS_TOKEN}"}
+    config = {
+        "mcpServers": {
+            SERVER: {
+                "command": sys.executable,
+                "args": [str(UPSTREAM)],
+                "env": {"PATCHBAY_REPLICA": "${PATCHBAY_REPLICA}", "PATCHBAY_REPLICAS_RUN": "${PATCHBAY_REPLICAS_RUN}"},
+            }
+        },
+        "patchbay": {"startup_wait": 20},
+        "gateway": gateway,
+    }
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def start(args: argparse.Namespace, processes: Processes) -> Setup:
+    haproxy = find_haproxy(args.haproxy)
+    version = subprocess.run([haproxy, "-v"], capture_output=True, text=True, timeout=10, check=False).stdout
+    names = [f"r{i}" for i in range(1, args.replicas + 1)]
+    *replica_ports, front, stats = free_ports(args.replicas + 2)
+    token = None if args.no_token else secrets.token_urlsafe(32)
+    setup = Setup(
+        names=names,
+        ports=dict(zip(names, replica_ports, strict=True)),
+        front=front,
+        stats=stats,
+        token=token,
+        config=processes.directory / "config.json",
+        haproxy=haproxy,
+        haproxy_version=version.split("\n", 1)[0].strip(),
+    )
+    write_config(setup.config, front, args.drain_grace, token is not None)
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
+    base["PATCHBAY_REPLICAS_RUN"] = processes.run_id
+    base["PATCHBAY_STATE_KEY"] = secrets.token_urlsafe(48)
+    if token is not None:
+        base["PATCHBAY_REPLICAS_TOKEN"] = token
+    for name in names:
+        argv = shlex.split(args.gateway.format(addr=f"127.0.0.1:{setup.ports[name]}", config=setup.config))
+        argv += ["--log-file", str(processes.directory / f"{name}.detail.log")]
+        processes.start(name, argv, {**base, "PATCHBAY_REPLICA": name})
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
+    env |= {"PATCHBAY_LISTEN": f"127.0.0.1:{front}", "PATCHBAY_STATS": f"127.0.0.1:{stats}"}
+    if len(names) != 3:
+        raise StartupFailed("deploy/haproxy/haproxy.cfg names three replicas (r1, r2, r3): use --replicas 3")
+    env |= {f"PATCHBAY_R{i}": f"127.0.0.1:{setup.ports[name]}" for i, name in enumerate(names, 1)}
+    check = subprocess.run(
+        [haproxy, "-c", "-q", "-f", str(HAPROXY_CFG)], env=env, capture_output=True, text=True, timeout=10, check=False
+    )
+    if check.returncode != 0:
+        raise StartupFailed(f"haproxy -c refused {HAPROXY_CFG}:\n{check.stdout}{check.stderr}")
+    processes.start("haproxy", [haproxy, "-db", "-f", str(HAPROXY_CFG)], env)
+    return setup
+
+
+def _get(url: str, timeout: float = 2.0) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+    except OSError:
+        return 0, ""
+
+
+def haproxy_states(stats_url: str) -> dict[str, str]:
+    status, body = _get(stats_url)
+    if status != 200:
+        return {}
+    rows = csv.DictReader(io.StringIO(body.lstrip("# ")))
+    return {row["svname"]: row["status"] for row in rows if row.get("pxname") == "patchbay"}
+
+
+def wait_ready(setup: Setup, processes: Processes, timeout: float) -> float:
+    """Seconds until every replica answered /readyz 200 and HAProxy saw them all UP."""
+    began = time.monotonic()
+    deadline = began + timeout
+    pending = set(setup.names)
+    while pending:
+        for name in sorted(pending):
+            process = processes.started[name]
+            if process.poll() is not None:
+                raise StartupFailed(f"replica {name} exited with {process.returncode}:\n{processes.log_tail(name)}")
+            if _get(f"http://127.0.0.1:{setup.ports[name]}/readyz", timeout=1)[0] == 200:
+                pending.discard(name)
+        if processes.started["haproxy"].poll() is not None:
+            raise StartupFailed(f"haproxy exited:\n{processes.log_tail('haproxy')}")
+        if pending and time.monotonic() > deadline:
+            tails = "\n".join(f"--- {n}:\n{processes.log_tail(n)}" for n in sorted(pending))
+            raise StartupFailed(f"not ready within {timeout:g} s: {', '.join(sorted(pending))}\n{tails}")
+        if pending:
+            time.sleep(0.1)
+    while True:
+        states = haproxy_states(setup.stats_url)
+        if states and all(states.get(n, "").startswith("UP") for n in setup.names):
+            return time.monotonic() - began
+        if time.monotonic() > deadline:
+            raise StartupFailed(f"HAProxy does not see every replica up within {timeout:g} s: {states}")
+        time.sleep(0.1)
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    kind: str  # SIGKILL | SIGTERM
+    replica: str
+    at: float  # seconds from the drive's start
+    notes: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass
+class Run:
+    record: Record = field(default_factory=Record)
+    events: list[Event] = field(default_factory=list[Event])
+    transitions: list[tuple[float, str, str, str]] = field(default_factory=list[tuple[float, str, str, str]])
+    after: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+async def monitor_haproxy(setup: Setup, t0: float, run: Run) -> None:
+    last: dict[str, str] = {}
+    async with httpx2.AsyncClient(timeout=1.0) as http:
+        while True:
+            with contextlib.suppress(httpx2.HTTPError):
+                response = await http.get(setup.stats_url)
+                rows = csv.DictReader(io.StringIO(response.text.lstrip("# ")))
+                for row in rows:
+                    if row.get("pxname") != "patchbay" or row["svname"] not in setup.ports:
+                        continue
+                    state = row["status"]
+                    if last.get(row["svname"]) != state:
+                        if row["svname"] in last:
+                            run.transitions.append((time.monotonic() - t0, row["svname"], last[row["svname"]], state))
+                        last[row["svname"]] = state
+            await anyio.sleep(0.1)
+
+
+async def kill_replica(event: Event, setup: Setup, processes: Processes, t0: float) -> None:
+    await anyio.sleep(max(0.0, t0 + event.at - time.monotonic()))
+    process = processes.started[event.replica]
+    upstreams = processes.upstreams_of(event.replica)
+    event.at = time.monotonic() - t0
+    os.kill(process.pid, signal.SIGKILL)  # the replica alone, as a crash: not its process group
+    event.notes["upstream_pids"] = upstreams
+    # The replica's stdio upstream must not outlive it (the proxy's watchdog stops it).
+    began = time.monotonic()
+    while time.monotonic() - began < 10:
+        if not any(_running(pid) for pid in upstreams):
+            event.notes["upstream_gone_after"] = round(time.monotonic() - began, 3)
+            break
+        await anyio.sleep(0.05)
+    else:
+        event.notes["upstream_gone_after"] = None
+
+
+async def term_replica(event: Event, setup: Setup, processes: Processes, t0: float) -> None:
+    await anyio.sleep(max(0.0, t0 + event.at - time.monotonic()))
+    process = processes.started[event.replica]
+    event.at = time.monotonic() - t0
+    os.kill(process.pid, signal.SIGTERM)
+    began = time.monotonic()
+    url = f"http://127.0.0.1:{setup.ports[event.replica]}/readyz"
+    async with httpx2.AsyncClient(timeout=1.0) as http:
+        while time.monotonic() - began < 60 and process.poll() is None:
+            if "readyz_503_after" not in event.notes:
+                with contextlib.suppress(httpx2.HTTPError):
+                    if (await http.get(url)).status_code == 503:
+                        event.notes["readyz_503_after"] = round(time.monotonic() - began, 3)
+            await anyio.sleep(0.05)
+    event.notes["exit_code"] = process.poll()
+    event.notes["exited_after"] = round(time.monotonic() - began, 3) if process.poll() is not None else None
+
+
+def _running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie."""
+    with contextlib.suppress(OSError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0] != "Z"
+    return False
+
+
+async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) -> tuple[Run, float]:
+    run = Run()
+    t0 = time.monotonic()
+    headers = {"Authorization": f"Bearer {setup.token}"} if setup.token else {}
+    plan = Plan(
+        url=setup.url,
+        headers=headers,
+        call_timeout=args.call_timeout,
+        end_at=args.duration,
+        clock=lambda: time.monotonic() - t0,
+        session_calls=args.session_calls,
+        sleep_share=args.sleep_share,
+        ask_share=args.ask_share,
+        tool_prefix=f"{SERVER}__",
+        seed=args.seed,
+    )
+    if args.kill_at > 0:
+        run.events.append(Event("SIGKILL", args.kill, args.kill_at))
+    if args.term_at > 0:
+        run.events.append(Event("SIGTERM", args.term, args.term_at))
+    # Past this, whatever still runs is cancelled and counted as hung: the run always ends.
+    watchdog = args.duration + args.call_timeout + 15
+    with anyio.move_on_after(watchdog):
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(monitor_haproxy, setup, t0, run)
+            async with anyio.create_task_group() as tg:
+                for event in run.events:
+                    action = kill_replica if event.kind == "SIGKILL" else term_replica
+                    tg.start_soon(action, event, setup, processes, t0)
+                for index in range(args.legacy):
+                    tg.start_soon(worker, LEGACY, index, plan, run.record)
+                for index in range(args.modern):
+                    tg.start_soon(worker, MODERN, index, plan, run.record)
+            await anyio.sleep(0.3)  # the last HAProxy state changes
+            outer.cancel_scope.cancel()
+    elapsed = time.monotonic() - t0
+    for call in run.record.calls:
+        if math.isnan(call.end):
+            call.end, call.outcome, call.detail = elapsed, "hang", "still running when the run ended"
+    for opening in run.record.openings:
+        if opening.outcome == "":
+            opening.end, opening.outcome, opening.detail = elapsed, "hang", "still opening when the run ended"
+
+    for name in setup.names:
+        if processes.started[name].poll() is None:
+            health = _get(f"http://127.0.0.1:{setup.ports[name]}/healthz")[0]
+            metrics_status, metrics = _get(f"http://127.0.0.1:{setup.ports[name]}/metrics")
+            samples = sum(1 for line in metrics.splitlines() if line and not line.startswith("#"))
+            run.after[name] = {"healthz": health, "metrics": metrics_status, "metric_samples": samples}
+        else:
+            run.after[name] = {"exit_code": processes.started[name].returncode}
+    return run, elapsed
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replicas", type=int, default=3, help="gateway replicas (the HAProxy file names 3)")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of calls (default 20)")
+    parser.add_argument("--kill-at", type=float, default=6.0, help="SIGKILL --kill at this second (0: never)")
+    parser.add_argument("--kill", default="r2", help="the replica to SIGKILL (default r2)")
+    parser.add_argument("--term-at", type=float, default=0.0, help="SIGTERM --term at this second (default: never)")
+    parser.add_argument("--term", default="r3", help="the replica to SIGTERM (default r3)")
+    parser.add_argument("--legacy", type=int, default=4, help="2025-11-25 clients (sessions; default 4)")
+    parser.add_argument("--modern", type=int, default=4, help="2026-07-28 clients (stateless; default 4)")
+    parser.add_argument("--session-calls", type=int, default=25, help="calls per 2025-era session (default 25)")
+    parser.add_argument("--sleep-share", type=float, default=0.3, help="share of calls to the slow tool (0.05-0.4 s)")
+    parser.add_argument(
+        "--ask-share",
+        type=float,
+        default=0.0,
+        help="share of 2026-07-28 calls to the tool that asks for sampling (multi-round-trip)",
+    )
+    parser.add_argument("--call-timeout", type=float, default=10.0, help="a call or opening past this is a hang")
+    parser.add_argument(
+        "--recover-within",
+        type=float,
+        default=10.0,
+        help="new calls must all succeed again within this many seconds of the kill",
+    )
+    parser.add_argument("--drain-grace", type=float, default=5.0, help="the config's gateway.drain_grace")
+    parser.add_argument("--startup-timeout", type=float, default=60.0)
+    parser.add_argument("--no-token", action="store_true", help="no bearer token (loopback needs none)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--haproxy", help="the haproxy binary (default: $HAPROXY, then PATH)")
+    parser.add_argument(
+        "--gateway",
+        default=DEFAULT_GATEWAY,
+        help="the replica's command, with {addr} and {config} (default: this checkout's)",
+    )
+    parser.add_argument("--json", help="write the results, every call included, to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the run's folder (config, logs)")
+    return parser.parse_args(argv)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    directory = Path(tempfile.mkdtemp(prefix="patchbay-replicas-"))
+    logging.basicConfig(
+        filename=directory / "clients.log",
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    processes = Processes(run_id=secrets.token_hex(8), directory=directory)
+    try:
+        try:
+            setup = start(args, processes)
+            ready_in = wait_ready(setup, processes, args.startup_timeout)
+        except StartupFailed as exc:
+            print(f"replicas: {exc}", file=sys.stderr)
+            return 2
+        run, elapsed = anyio.run(drive, args, setup, processes)
+        summary = replicas_report.summarize(args, setup, run, elapsed, ready_in)
+        print(replicas_report.render(summary))
+        if args.json:
+            Path(args.json).write_text(json.dumps(replicas_report.to_json(summary, run), indent=1) + "\n")
+        return 0 if summary["passed"] else 1
+    except KeyboardInterrupt:
+        print("replicas: interrupted; stopping everything", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        processes.stop_all()
+        if args.keep:
+            print(f"replicas: the run's files are in {directory}", file=sys.stderr)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
