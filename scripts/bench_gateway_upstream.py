@@ -118,6 +118,18 @@ FIXTURE_TOOLS = {
     "test_elicitation_sep1034_defaults": NO_ARGUMENTS,
     "test_elicitation_sep1330_enums": NO_ARGUMENTS,
     "test_reconnection": NO_ARGUMENTS,
+    "json_schema_2020_12_tool": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            }
+        },
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "additionalProperties": False,
+    },
 }
 
 SEP1034_SCHEMA = _schema(
@@ -195,6 +207,8 @@ async def fixture_tool(ctx: ServerRequestContext[Any], name: str, arguments: dic
         message = str(arguments.get("message", "Please provide some information"))
         result = await session.elicit_form(message, schema, related_request_id=ctx.request_id)
         return types.CallToolResult(content=[_text(f"action={result.action}, content={json.dumps(result.content)}")])
+    if name == "json_schema_2020_12_tool":
+        return types.CallToolResult(content=[_text(json.dumps(arguments))])
     if name == "test_reconnection":
         await session.send_log_message("info", "Before disconnect", related_request_id=ctx.request_id)
         if ctx.close_sse_stream is not None:
