@@ -48,6 +48,7 @@ from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
 from mcp_patchbay.sdk import SessionManager
 from mcp_patchbay.server import Proxy
 from mcp_patchbay.spawn import Prespawned
+from mcp_patchbay.transports import Connector
 
 logger = logging.getLogger("mcp_patchbay.gateway")
 
@@ -104,7 +105,15 @@ def security_settings(settings: GatewaySettings, host: str, port: int) -> Transp
 class Gateway:
     """The proxy served over HTTP to many clients."""
 
-    def __init__(self, config: Config, host: str, port: int, *, prespawned: Prespawned | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        host: str,
+        port: int,
+        *,
+        prespawned: Prespawned | None = None,
+        connector: Connector | None = None,
+    ) -> None:
         self.config = config
         self.settings = config.gateway or GatewaySettings()
         self.host, self.port = host, port
@@ -112,7 +121,13 @@ class Gateway:
         self.auth = build_auth(self.settings, self.resource_url)
         self.policy = AccessPolicy(self.settings)
         restricted = self.settings.access is not None
-        self.proxy = Proxy(config, prespawned=prespawned, access_for=self._access if restricted else None, shared=True)
+        self.proxy = Proxy(
+            config,
+            prespawned=prespawned,
+            connector=connector,
+            access_for=self._access if restricted else None,
+            shared=True,
+        )
         self.manager = SessionManager(
             self.proxy.server,
             event_stores=MemoryEventStore,
@@ -123,6 +138,7 @@ class Gateway:
         self.ready = False
         self.draining = False
         self._idle = anyio.Event()
+        self._server: uvicorn.Server | None = None
         self.metrics = Metrics(
             self.proxy, sessions=lambda: self.manager.sessions, ready=lambda: self.ready, draining=lambda: self.draining
         )
@@ -183,7 +199,7 @@ class Gateway:
             len(self.proxy.supervisor.catalog.tools),
         )
 
-    async def drain(self, server: uvicorn.Server) -> None:
+    async def drain(self) -> None:
         """Readiness off, no new sessions, calls in flight finish (``drain_grace`` at most), then stop."""
         self.draining = True
         grace = self.settings.drain_grace
@@ -193,10 +209,22 @@ class Gateway:
                 await self._idle.wait()
             if scope.cancelled_caught:
                 logger.warning("drain grace over with %d request(s) still in flight", self.metrics.in_flight)
-        server.should_exit = True
+        if self._server is not None:
+            self._server.should_exit = True
 
-    async def serve(self, *, task_status: anyio.abc.TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve until a signal has drained the gateway (or the task is cancelled)."""
+    def stop(self) -> None:
+        """Close the listener and end ``serve`` (at once: no drain)."""
+        if self._server is not None:
+            self._server.should_exit = True
+
+    async def serve(
+        self,
+        *,
+        signals: bool = True,
+        task_status: anyio.abc.TaskStatus[tuple[str, int]] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until a signal has drained the gateway (``drain``), or the task is
+        cancelled; started, it gives the address bound (a port of 0 picks one)."""
         server = _Server(
             uvicorn.Config(
                 self.app,
@@ -209,11 +237,13 @@ class Gateway:
                 timeout_graceful_shutdown=SHUTDOWN_GRACE,
             )
         )
+        self._server = server
         async with anyio.create_task_group() as tg:
             await tg.start(self.proxy.run)
             tg.start_soon(self._become_ready)
             async with self.manager.run():
-                tg.start_soon(self._on_signals, server)
+                if signals:
+                    tg.start_soon(self._on_signals, server)
                 tg.start_soon(self._announce, server, task_status)
                 await server.serve()
             tg.cancel_scope.cancel()
@@ -238,7 +268,7 @@ class Gateway:
                         tg.cancel_scope.cancel()
                         return
                     logger.warning("received %s: draining", signal.Signals(signum).name)
-                    tg.start_soon(self.drain, server)
+                    tg.start_soon(self.drain)
 
 
 class _Asgi:
