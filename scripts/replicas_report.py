@@ -209,6 +209,12 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
                 code == 0,
                 f"exit {code} after {event.get('exited_after')} s, /readyz 503 after {event.get('readyz_503_after')} s",
             )
+            failed = {k: n for k, n in event["in_flight"].items() if k != "ok"}
+            check(
+                f"every call in flight at the SIGTERM of {event['replica']} finished ok",
+                not failed,
+                ", ".join(f"{n} {k}" for k, n in failed.items()),
+            )
 
     return {
         "meta": {
@@ -306,8 +312,10 @@ def render(summary: dict[str, Any]) -> str:
         in_flight = ", ".join(f"{n} {k}" for k, n in sorted(event["in_flight"].items())) or "none"
         lines.append(f"  calls in flight at that moment: {in_flight}")
         failed = ", ".join(f"{era} {outcome} x{n}" for (era, outcome), n in event["new_failed"].items()) or "none"
+        lost = ", ".join(f"{n} {k}" for k, n in sorted(event["lost_session_calls"].items())) or "none"
+        lines.append(f"  2025-era sessions lost with it: {event['lost_sessions']} (their calls after it: {lost})")
         lines.append(
-            f"  calls begun after it: {event['new_calls']}, failed: {failed}; "
+            f"  other calls begun after it: {event['new_calls']}, failed: {failed}; "
             f"failed client openings: {event['new_failed_openings']}"
         )
         lines.append(
