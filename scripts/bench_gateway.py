@@ -7,7 +7,7 @@ Benchmarks, not tests. Three processes besides this one:
 - the upstream: ``scripts/bench_gateway_upstream.py``, the SDK's low-level ``Server`` under
   uvicorn at ``/mcp``, a tool ``echo`` that answers at once, both protocol eras;
 - one gateway replica: ``mcp-patchbay serve --http 127.0.0.1:PORT CONFIG``, the config naming
-  that upstream by URL (its tool is ``bench__echo`` there);
+  that upstream by URL (its tool is ``bench__echo`` there) and ``patchbay.max_concurrency`` 128;
 - the load generator, ``scripts/bench_gateway_load.py``, a new process for every run: raw
   HTTP/1.1 with pre-built request bytes (``--client sdk``: the SDK's ``Client``).
 
@@ -49,8 +49,11 @@ from bench_gateway_load import Connection, HTTPError, http_request
 
 UPSTREAM_SCRIPT = str(ROOT / "scripts" / "bench_gateway_upstream.py")
 LOAD_SCRIPT = str(ROOT / "scripts" / "bench_gateway_load.py")
+VARIANT_SCRIPT = str(ROOT / "scripts" / "bench_gateway_variant.py")
 THROUGHPUT_TARGET = 0.7
 ADDED_MEDIAN_TARGET_MS = 1.0
+MAX_CONCURRENCY = 128
+"""``patchbay.max_concurrency`` in the gateway's config: more than the most clients a run has."""
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -106,11 +109,20 @@ def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def gateway(upstream_url: str) -> Iterator[tuple[subprocess.Popen[str], str, float]]:
-    """``mcp-patchbay serve --http`` with the upstream in its config; yields (process, /mcp URL, s to ready)."""
-    config = write_config("gateway-bench", {"bench": {"type": "http", "url": upstream_url}})
+def gateway(upstream_url: str, variant: str | None = None) -> Iterator[tuple[subprocess.Popen[str], str, float]]:
+    """``mcp-patchbay serve --http`` with the upstream in its config; yields (process, /mcp URL, s to ready).
+
+    With ``variant``, the gateway runs through ``bench_gateway_variant.py`` with that change."""
+    # max_concurrency: the default (16 in flight, 64 queued per upstream) is sized for one desktop
+    # client; 100 benchmark clients would get BULKHEAD_FULL results instead of calls.
+    config = write_config(
+        "gateway-bench", {"bench": {"type": "http", "url": upstream_url}}, max_concurrency=MAX_CONCURRENCY
+    )
     port = free_port()
-    command = [PY, "-m", "mcp_patchbay", "serve", "--http", f"127.0.0.1:{port}", str(config), "--log-level", "WARNING"]
+    arguments = ["serve", "--http", f"127.0.0.1:{port}", str(config), "--log-level", "WARNING"]
+    command = [PY, "-m", "mcp_patchbay", *arguments]
+    if variant is not None:
+        command = [PY, VARIANT_SCRIPT, "--variant", variant, "--", *arguments]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=errlog(), stderr=errlog(), text=True, cwd=ROOT)
     try:
@@ -181,14 +193,28 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def compare(
-    direct: Side, through: Side, *, eras: list[str], concurrency: list[int], reps: int, seconds: float, warmup: float
+    direct: Side,
+    through: list[Side],
+    *,
+    eras: list[str],
+    concurrency: list[int],
+    reps: int,
+    seconds: float,
+    warmup: float,
 ) -> list[dict[str, Any]]:
+    """Each cell: ``reps`` runs per side, the order rotating every repetition; medians of runs.
+
+    ``through[0]`` is the gateway; any further sides are variants of it (``--variant``)."""
+    sides = [direct, *through]
     cells: list[dict[str, Any]] = []
     for era in eras:
         for clients in concurrency:
-            runs: dict[str, list[dict[str, Any]]] = {direct.label: [], through.label: []}
+            runs: dict[str, list[dict[str, Any]]] = {side.label: [] for side in sides}
             for rep in range(reps):
-                order = [direct, through] if rep % 2 == 0 else [through, direct]
+                shift = rep % len(sides)
+                order = sides[shift:] + sides[:shift]
+                if rep % 2:
+                    order.reverse()
                 for side in order:
                     runs[side.label].append(load_run(side, era, clients, seconds=seconds, warmup=warmup))
                 log(
@@ -198,18 +224,22 @@ def compare(
                         for label, r in runs.items()
                     )
                 )
-            d, g = summarize(runs[direct.label]), summarize(runs[through.label])
-            cells.append(
-                {
-                    "era": era,
-                    "clients": clients,
-                    "direct": d,
-                    "gateway": g,
+            d = summarize(runs[direct.label])
+            cell: dict[str, Any] = {"era": era, "clients": clients, "direct": d, "variants": {}}
+            for index, side in enumerate(through):
+                g = summarize(runs[side.label])
+                figures = {
+                    **g,
                     "throughput_ratio": g["throughput"] / d["throughput"],
                     "added_median_ms": g["median_ms"] - d["median_ms"],
                     "added_p99_ms": g["p99_ms"] - d["p99_ms"],
                 }
-            )
+                if index == 0:
+                    cell["gateway"] = g
+                    cell.update({k: figures[k] for k in ("throughput_ratio", "added_median_ms", "added_p99_ms")})
+                else:
+                    cell["variants"][side.label] = figures
+            cells.append(cell)
     return cells
 
 
@@ -387,7 +417,24 @@ def render(report: dict[str, Any]) -> str:
             f"| {g['upstream_cpu_ms_per_call']:.2f} / {g.get('gateway_cpu_ms_per_call', float('nan')):.2f} / "
             f"{g['client_cpu_ms_per_call']:.2f} | {verdict(ok)} |"
         )
-    errors = sum(c["direct"]["errors"] + c["gateway"]["errors"] for c in report["cells"])
+    variant_rows = [(cell, label, v) for cell in report["cells"] for label, v in cell.get("variants", {}).items()]
+    if variant_rows:
+        lines += [
+            "",
+            "| era | clients | variant | calls/s | ratio to direct | median ms | added median ms | p99 ms "
+            "| gateway CPU ms per call |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for cell, label, v in variant_rows:
+            lines.append(
+                f"| {cell['era']} | {cell['clients']} | {label} | {v['throughput']:,.0f} | {v['throughput_ratio']:.2f} "
+                f"| {v['median_ms']:.2f} | {v['added_median_ms']:+.2f} | {v['p99_ms']:.2f} "
+                f"| {v.get('gateway_cpu_ms_per_call', float('nan')):.2f} |"
+            )
+    errors = sum(
+        c["direct"]["errors"] + c["gateway"]["errors"] + sum(v["errors"] for v in c.get("variants", {}).values())
+        for c in report["cells"]
+    )
     lines.append(f"\nerrors in all runs: {errors}")
     if report.get("memory"):
         lines += ["", "| side | idle 2025 sessions | process | RSS before MiB | after MiB | per session KiB |"]
@@ -423,6 +470,13 @@ def main() -> None:
     parser.add_argument("--sessions", default="200,1000", help="idle sessions for the memory figure")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--no-client-cost", action="store_true")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        choices=["drain"],
+        help="also measure the gateway with this change (bench_gateway_variant.py), side by side",
+    )
     parser.add_argument(
         "--aa",
         action="store_true",
@@ -461,9 +515,14 @@ def main() -> None:
         if not args.no_memory:  # first, while both processes are fresh: freed memory would be reused
             counts = sorted(int(n) for n in args.sessions.split(","))
             report["memory"] = idle_sessions(through, counts) + idle_sessions(direct, counts)
+        others = [through]
+        for variant in args.variant:
+            vg, vg_url, _ = stack.enter_context(gateway(up_url, variant))
+            others.append(Side(f"gateway+{variant}", vg_url, "bench__echo", {"upstream": up.pid, "gateway": vg.pid}))
+        report["variants"] = args.variant
         report["cells"] = compare(
             direct,
-            through,
+            others,
             eras=eras,
             concurrency=concurrency,
             reps=args.reps,
