@@ -8,7 +8,8 @@ Starts, on loopback ports picked at random:
   all on one config whose one upstream is scripts/replicas_upstream.py over stdio (each
   replica starts its own; its answers name the replica);
 - HAProxy (Debian's package) with deploy/haproxy/haproxy.cfg as it is, its addresses given
-  through the environment variables the file reads;
+  through the environment variables the file reads (or, with ``--balancer nginx``, nginx with
+  deploy/nginx/patchbay.conf, its ports rewritten);
 
 waits until every replica's ``/readyz`` answers 200 and HAProxy sees them all up (bounded),
 then drives calls through HAProxy from SDK clients of both eras (scripts/replicas_clients.py)
@@ -38,6 +39,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -63,6 +65,7 @@ from replicas_clients import LEGACY, MODERN, Plan, Record, worker
 
 ROOT = Path(__file__).resolve().parent.parent
 HAPROXY_CFG = ROOT / "deploy" / "haproxy" / "haproxy.cfg"
+NGINX_CONF = ROOT / "deploy" / "nginx" / "patchbay.conf"
 UPSTREAM = ROOT / "scripts" / "replicas_upstream.py"
 DEFAULT_GATEWAY = shlex.quote(str(ROOT / ".venv" / "bin" / "mcp-patchbay")) + " serve --http {addr} --config {config}"
 SERVER = "fast"
@@ -158,19 +161,21 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def find_haproxy(given: str | None) -> str:
+def find_binary(name: str, given: str | None) -> str:
+    """``haproxy`` or ``nginx``: the option, ``$HAPROXY``/``$NGINX``, PATH, /usr/sbin, or unpacked in .cache/NAME."""
     for candidate in (
         given,
-        os.environ.get("HAPROXY"),
-        shutil.which("haproxy"),
-        "/usr/sbin/haproxy",
-        str(ROOT / ".cache" / "haproxy" / "usr" / "sbin" / "haproxy"),
+        os.environ.get(name.upper()),
+        shutil.which(name),
+        f"/usr/sbin/{name}",
+        str(ROOT / ".cache" / name / "usr" / "sbin" / name),
     ):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise StartupFailed(
-        "HAProxy not found: apt-get install haproxy (Debian's package), or without root "
-        "`apt-get download haproxy && dpkg -x haproxy_*.deb .cache/haproxy`, or --haproxy PATH"
+        f"{name} not found: apt-get install {name} (Debian's package), or without root "
+        f"`apt-get download {name} && dpkg -x {name}_*.deb .cache/{name}` (its libraries must be there), "
+        f"or --{name} PATH"
     )
 
 
@@ -183,10 +188,10 @@ class Setup:
     ports: dict[str, int]  # replica name -> port
     front: int
     stats: int
-    token: str | None
+    tokens: list[str]
     config: Path
-    haproxy: str
-    haproxy_version: str
+    balancer: str  # haproxy | nginx
+    balancer_version: str
 
     @property
     def url(self) -> str:
@@ -197,17 +202,18 @@ class Setup:
         return f"http://127.0.0.1:{self.stats}/stats;csv"
 
 
-def write_config(path: Path, front: int, drain_grace: float, with_token: bool) -> None:
+def write_config(path: Path, front: int, drain_grace: float, tokens: int) -> None:
     gateway: dict[str, Any] = {
-        # The address clients use is HAProxy's: Host checks and metadata follow it.
+        # The address clients use is the load balancer's: Host checks and metadata follow it.
         "url": f"http://127.0.0.1:{front}/mcp",
         "allowed_hosts": [f"127.0.0.1:{front}", f"localhost:{front}"],
         # One key for every replica: a requestState sealed by one opens on any.
         "request_state_keys": ["${PATCHBAY_STATE_KEY}"],
         "drain_grace": drain_grace,
     }
-    if with_token:
-        gateway["tokens"] = {"replicas": "${PATCHBAY_REPLICAS_TOKEN}"}
+    if tokens:
+        # One token per client, as a team's members each have their own.
+        gateway["tokens"] = {f"member{i}": f"${{PATCHBAY_REPLICAS_TOKEN_{i}}}" for i in range(tokens)}
     config = {
         "mcpServers": {
             SERVER: {
@@ -223,45 +229,84 @@ def write_config(path: Path, front: int, drain_grace: float, with_token: bool) -
 
 
 def start(args: argparse.Namespace, processes: Processes) -> Setup:
-    haproxy = find_haproxy(args.haproxy)
-    version = subprocess.run([haproxy, "-v"], capture_output=True, text=True, timeout=10, check=False).stdout
+    if args.replicas != 3:
+        raise StartupFailed("deploy/haproxy/haproxy.cfg and deploy/nginx/patchbay.conf name three replicas")
+    binary = find_binary(args.balancer, args.haproxy if args.balancer == "haproxy" else args.nginx)
+    flag = "-v"
+    probe = subprocess.run([binary, flag], capture_output=True, text=True, timeout=10, check=False)
+    version = (probe.stdout or probe.stderr).split("\n", 1)[0].strip()
     names = [f"r{i}" for i in range(1, args.replicas + 1)]
     *replica_ports, front, stats = free_ports(args.replicas + 2)
-    token = None if args.no_token else secrets.token_urlsafe(32)
+    clients = args.legacy + args.modern
+    tokens = [] if args.no_token else [secrets.token_urlsafe(32) for _ in range(clients)]
     setup = Setup(
         names=names,
         ports=dict(zip(names, replica_ports, strict=True)),
         front=front,
         stats=stats,
-        token=token,
+        tokens=tokens,
         config=processes.directory / "config.json",
-        haproxy=haproxy,
-        haproxy_version=version.split("\n", 1)[0].strip(),
+        balancer=args.balancer,
+        balancer_version=version,
     )
-    write_config(setup.config, front, args.drain_grace, token is not None)
+    write_config(setup.config, front, args.drain_grace, len(tokens))
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
     base["PATCHBAY_REPLICAS_RUN"] = processes.run_id
     base["PATCHBAY_STATE_KEY"] = secrets.token_urlsafe(48)
-    if token is not None:
-        base["PATCHBAY_REPLICAS_TOKEN"] = token
+    base |= {f"PATCHBAY_REPLICAS_TOKEN_{i}": token for i, token in enumerate(tokens)}
     for name in names:
         argv = shlex.split(args.gateway.format(addr=f"127.0.0.1:{setup.ports[name]}", config=setup.config))
         argv += ["--log-file", str(processes.directory / f"{name}.detail.log")]
         processes.start(name, argv, {**base, "PATCHBAY_REPLICA": name})
+    if args.balancer == "haproxy":
+        start_haproxy(binary, setup, processes)
+    else:
+        start_nginx(binary, setup, processes, args.nginx_hash)
+    return setup
 
+
+def start_haproxy(binary: str, setup: Setup, processes: Processes) -> None:
+    """deploy/haproxy/haproxy.cfg as it is, its addresses from the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
-    env |= {"PATCHBAY_LISTEN": f"127.0.0.1:{front}", "PATCHBAY_STATS": f"127.0.0.1:{stats}"}
-    if len(names) != 3:
-        raise StartupFailed("deploy/haproxy/haproxy.cfg names three replicas (r1, r2, r3): use --replicas 3")
-    env |= {f"PATCHBAY_R{i}": f"127.0.0.1:{setup.ports[name]}" for i, name in enumerate(names, 1)}
+    env |= {"PATCHBAY_LISTEN": f"127.0.0.1:{setup.front}", "PATCHBAY_STATS": f"127.0.0.1:{setup.stats}"}
+    env |= {f"PATCHBAY_R{i}": f"127.0.0.1:{setup.ports[name]}" for i, name in enumerate(setup.names, 1)}
     check = subprocess.run(
-        [haproxy, "-c", "-q", "-f", str(HAPROXY_CFG)], env=env, capture_output=True, text=True, timeout=10, check=False
+        [binary, "-c", "-q", "-f", str(HAPROXY_CFG)], env=env, capture_output=True, text=True, timeout=10, check=False
     )
     if check.returncode != 0:
         raise StartupFailed(f"haproxy -c refused {HAPROXY_CFG}:\n{check.stdout}{check.stderr}")
-    processes.start("haproxy", [haproxy, "-db", "-f", str(HAPROXY_CFG)], env)
-    return setup
+    processes.start("balancer", [binary, "-db", "-f", str(HAPROXY_CFG)], env)
+
+
+def start_nginx(binary: str, setup: Setup, processes: Processes, hash_key: str | None) -> None:
+    """deploy/nginx/patchbay.conf with this run's ports (and, if asked, another hash key) inside a
+    minimal nginx.conf whose files all live in the run's folder."""
+    directory = processes.directory
+    snippet = NGINX_CONF.read_text()
+    snippet = snippet.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{setup.front};")
+    for i, name in enumerate(setup.names, 1):
+        snippet = snippet.replace(f"server 127.0.0.1:{8080 + i} ", f"server 127.0.0.1:{setup.ports[name]} ")
+    if hash_key is not None:
+        line = f"    hash {hash_key} consistent;\n" if hash_key else ""
+        snippet = re.sub(r"^    hash .*;\n", lambda _: line, snippet, count=1, flags=re.MULTILINE)
+    (directory / "patchbay.conf").write_text(snippet)
+    temp = directory / "nginx-temp"
+    temp.mkdir()
+    (directory / "nginx.conf").write_text(
+        f"daemon off;\nworker_processes 1;\npid {directory}/nginx.pid;\nerror_log {directory}/balancer.log notice;\n"
+        "events { worker_connections 4096; }\n"
+        f"http {{\n    access_log {directory}/nginx-access.log;\n"
+        + "".join(
+            f"    {kind}_temp_path {temp}/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
+        + f"    include {directory}/patchbay.conf;\n}}\n"
+    )
+    argv = [binary, "-p", str(directory), "-c", str(directory / "nginx.conf"), "-e", str(directory / "balancer.log")]
+    check = subprocess.run([*argv, "-t", "-q"], capture_output=True, text=True, timeout=10, check=False)
+    if check.returncode != 0:
+        raise StartupFailed(f"nginx -t refused {NGINX_CONF}:\n{check.stdout}{check.stderr}")
+    processes.start("balancer", argv, dict(os.environ))
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, str]:
@@ -283,7 +328,8 @@ def haproxy_states(stats_url: str) -> dict[str, str]:
 
 
 def wait_ready(setup: Setup, processes: Processes, timeout: float) -> float:
-    """Seconds until every replica answered /readyz 200 and HAProxy saw them all UP."""
+    """Seconds until every replica answered /readyz 200 and the load balancer saw them all up
+    (HAProxy's stats; nginx has no active checks: its port answering)."""
     began = time.monotonic()
     deadline = began + timeout
     pending = set(setup.names)
@@ -294,19 +340,26 @@ def wait_ready(setup: Setup, processes: Processes, timeout: float) -> float:
                 raise StartupFailed(f"replica {name} exited with {process.returncode}:\n{processes.log_tail(name)}")
             if _get(f"http://127.0.0.1:{setup.ports[name]}/readyz", timeout=1)[0] == 200:
                 pending.discard(name)
-        if processes.started["haproxy"].poll() is not None:
-            raise StartupFailed(f"haproxy exited:\n{processes.log_tail('haproxy')}")
+        if processes.started["balancer"].poll() is not None:
+            raise StartupFailed(f"{setup.balancer} exited:\n{processes.log_tail('balancer')}")
         if pending and time.monotonic() > deadline:
             tails = "\n".join(f"--- {n}:\n{processes.log_tail(n)}" for n in sorted(pending))
             raise StartupFailed(f"not ready within {timeout:g} s: {', '.join(sorted(pending))}\n{tails}")
         if pending:
             time.sleep(0.1)
     while True:
-        states = haproxy_states(setup.stats_url)
-        if states and all(states.get(n, "").startswith("UP") for n in setup.names):
-            return time.monotonic() - began
+        if setup.balancer == "haproxy":
+            states = haproxy_states(setup.stats_url)
+            if states and all(states.get(n, "").startswith("UP") for n in setup.names):
+                return time.monotonic() - began
+        else:
+            states = {}
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", setup.front), timeout=1):
+                return time.monotonic() - began
+        if processes.started["balancer"].poll() is not None:
+            raise StartupFailed(f"{setup.balancer} exited:\n{processes.log_tail('balancer')}")
         if time.monotonic() > deadline:
-            raise StartupFailed(f"HAProxy does not see every replica up within {timeout:g} s: {states}")
+            raise StartupFailed(f"{setup.balancer} does not see every replica up within {timeout:g} s: {states}")
         time.sleep(0.1)
 
 
@@ -394,10 +447,10 @@ def _running(pid: int) -> bool:
 async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) -> tuple[Run, float]:
     run = Run()
     t0 = time.monotonic()
-    headers = {"Authorization": f"Bearer {setup.token}"} if setup.token else {}
     plan = Plan(
         url=setup.url,
-        headers=headers,
+        tokens=setup.tokens,
+        legacy_workers=args.legacy,
         call_timeout=args.call_timeout,
         end_at=args.duration,
         clock=lambda: time.monotonic() - t0,
@@ -415,7 +468,8 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
     watchdog = args.duration + args.call_timeout + 15
     with anyio.move_on_after(watchdog):
         async with anyio.create_task_group() as outer:
-            outer.start_soon(monitor_haproxy, setup, t0, run)
+            if setup.balancer == "haproxy":
+                outer.start_soon(monitor_haproxy, setup, t0, run)
             async with anyio.create_task_group() as tg:
                 for event in run.events:
                     action = kill_replica if event.kind == "SIGKILL" else term_replica
@@ -477,7 +531,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--startup-timeout", type=float, default=60.0)
     parser.add_argument("--no-token", action="store_true", help="no bearer token (loopback needs none)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--balancer",
+        choices=("haproxy", "nginx"),
+        default="haproxy",
+        help="deploy/haproxy/haproxy.cfg (default) or deploy/nginx/patchbay.conf",
+    )
+    parser.add_argument(
+        "--nginx-hash",
+        metavar="KEY",
+        help="nginx: hash on KEY instead of the file's (e.g. '$http_mcp_session_id'; '' for round robin)",
+    )
     parser.add_argument("--haproxy", help="the haproxy binary (default: $HAPROXY, then PATH)")
+    parser.add_argument("--nginx", help="the nginx binary (default: $NGINX, then PATH)")
     parser.add_argument(
         "--gateway",
         default=DEFAULT_GATEWAY,

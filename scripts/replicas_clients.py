@@ -76,7 +76,8 @@ class Opening:
 @dataclass
 class Plan:
     url: str
-    headers: dict[str, str]
+    tokens: list[str]
+    """Bearer tokens, one per client worker (2025-era workers first); empty: none sent."""
     call_timeout: float
     end_at: float  # on the clock below
     clock: Callable[[], float]
@@ -86,6 +87,14 @@ class Plan:
     ask_share: float = 0.0
     tool_prefix: str = ""
     seed: int = 1
+
+    legacy_workers: int = 0
+
+    def headers(self, era: str, index: int) -> dict[str, str]:
+        if not self.tokens:
+            return {}
+        slot = index if era == LEGACY else self.legacy_workers + index
+        return {"Authorization": f"Bearer {self.tokens[slot % len(self.tokens)]}"}
 
 
 @dataclass
@@ -157,7 +166,7 @@ async def _one_client(
         # One scope over the client's whole life (the SDK's transports must be entered and left
         # in the same scope): its deadline bounds the opening, then the close.
         with anyio.CancelScope(deadline=anyio.current_time() + plan.call_timeout) as life:
-            async with httpx2.AsyncClient(headers=plan.headers, timeout=timeout) as http:
+            async with httpx2.AsyncClient(headers=plan.headers(era, index), timeout=timeout) as http:
                 transport = streamable_http_client(plan.url, http_client=http)
                 mode = "legacy" if era == LEGACY else "auto"
                 async with Client(transport, mode=mode, sampling_callback=_sampling, cache=None) as client:

@@ -219,9 +219,9 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
     return {
         "meta": {
             "replicas": len(setup.names),
-            "haproxy": setup.haproxy_version,
+            "balancer": setup.balancer_version,
             "url": setup.url,
-            "token": setup.token is not None,
+            "tokens": len(setup.tokens),
             "commit": _git_commit(),
             "duration": round(elapsed, 2),
             "ready_in": round(ready_in, 2),
@@ -264,8 +264,8 @@ def _s(value: float | None) -> str:
 def render(summary: dict[str, Any]) -> str:
     meta = summary["meta"]
     lines = [
-        f"{meta['replicas']} replicas behind {meta['haproxy']} at {meta['url']}"
-        f" ({'bearer token' if meta['token'] else 'no token'}; gateway at {meta['commit'] or '?'})",
+        f"{meta['replicas']} replicas behind {meta['balancer']} at {meta['url']}"
+        f" ({meta['tokens'] or 'no'} bearer tokens; gateway at {meta['commit'] or '?'})",
         f"ready in {meta['ready_in']:.2f} s; {meta['duration']:.1f} s of calls from "
         f"{meta['clients'][LEGACY]} {LEGACY} and {meta['clients'][MODERN]} {MODERN} clients",
         "",
@@ -296,7 +296,8 @@ def render(summary: dict[str, Any]) -> str:
     for event in summary["events"]:
         lines.append("")
         lines.append(f"{event['kind']} {event['replica']} at {event['at']:.2f} s:")
-        lines.append(f"  HAProxy marked it down after {_s(event['haproxy_down_after'])}")
+        if event["haproxy_down_after"] is not None:
+            lines.append(f"  HAProxy marked it down after {_s(event['haproxy_down_after'])}")
         if event["kind"] == "SIGKILL":
             gone = event.get("upstream_gone_after")
             lines.append(
