@@ -260,3 +260,17 @@ def test_refuses_to_serve_beyond_loopback_without_sign_in() -> None:
     assert problem is not None and "sign-in" in problem and "gateway" in problem
     assert refusal(gateway_config(), "127.0.0.1", 8080) is None
     assert refusal(gateway_config({"tokens": {"alice": ALICE}}), "0.0.0.0", 8080) is None
+
+
+def test_lists_are_in_a_deterministic_order_whatever_the_upstreams_order() -> None:
+    from mcp_patchbay.catalog import Source, build_catalog
+
+    def tool(name: str) -> types.Tool:
+        return types.Tool(name=name, input_schema={"type": "object"})
+
+    def names(order: list[str]) -> list[str]:
+        sources = [Source("b", tools=[tool(n) for n in order]), Source("a", tools=[tool("z"), tool("y")])]
+        catalog = build_catalog(sources, separator="__", max_length=48, validate_arguments=False)
+        return [t.name for t in catalog.tools]
+
+    assert names(["c", "a", "b"]) == names(["b", "c", "a"]) == ["b__a", "b__b", "b__c", "a__y", "a__z"]

@@ -106,9 +106,9 @@ async def test_always_list_keeps_chosen_tools_listed_in_search_mode() -> None:
         FIND,
         CALL,
         "github__create_issue",
+        "files__list_directory",  # each server's tools by name: a deterministic list
         "files__read_file",
         "files__write_file",
-        "files__list_directory",
     ]
 
 

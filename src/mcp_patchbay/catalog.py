@@ -4,6 +4,10 @@ Pure. Built from snapshots of the upstreams whenever one of them changes (never 
 call), so a call's lookups are dictionary hits: exposed name -> ``CatalogTool``
 with its upstream name, its compiled argument checker and its retry safety.
 
+Lists are in a deterministic order, whatever order upstreams list in or come up in
+(the 2026-07-28 revision asks it: clients and model providers cache the tool list by
+its bytes): servers in config order, each server's items by name (resources by URI).
+
 Resource URIs are kept unchanged (tool results refer to them); when two servers
 offer the same URI, the server listed first in the config wins, so a URI's meaning
 never changes when a late upstream arrives.
@@ -104,7 +108,7 @@ def build_catalog(
         if source.unavailable is not None:
             unavailable[source.server] = source.unavailable
         seen: set[str] = set()
-        for tool in source.tools:
+        for tool in sorted(source.tools, key=_name):  # stable: the first of a name twice still wins
             if tool.name in seen:
                 continue  # an upstream listing a name twice: the first definition wins
             seen.add(tool.name)
@@ -130,7 +134,7 @@ def build_catalog(
     checkers.update(live_checkers)
     catalog.tool_resolver = Resolver(entries, separator=separator, hidden=hidden, unavailable=unavailable)
 
-    prompt_pairs = [(s.server, p) for s in sources for p in _unique(s.prompts)]
+    prompt_pairs = [(s.server, p) for s in sources for p in sorted(_unique(s.prompts), key=_name)]
     prompt_names = build_names(((s, p.name) for s, p in prompt_pairs), separator=separator, max_length=max_length)
     prompt_entries: list[NameEntry] = []
     for server, prompt in prompt_pairs:
@@ -141,11 +145,11 @@ def build_catalog(
     catalog.prompt_resolver = Resolver(prompt_entries, separator=separator, unavailable=unavailable)
 
     for source in sources:
-        for resource in source.resources:
+        for resource in sorted(source.resources, key=lambda r: str(r.uri)):
             if resource.uri not in catalog.resource_owner:
                 catalog.resource_owner[str(resource.uri)] = source.server
                 catalog.resources.append(resource)
-        for template in source.templates:
+        for template in sorted(source.templates, key=lambda t: t.uri_template):
             if template.uri_template not in catalog.template_owner:
                 catalog.template_owner[template.uri_template] = source.server
                 catalog.template_patterns.append((_template_pattern(template.uri_template), source.server))
@@ -197,6 +201,10 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
             view.template_owner[template.uri_template] = owner
     view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
     return view
+
+
+def _name(item: types.Tool | types.Prompt) -> str:
+    return item.name
 
 
 def _unique(prompts: Sequence[types.Prompt]) -> list[types.Prompt]:
