@@ -134,6 +134,8 @@ class Processes:
         alive = [p for p in self.started.values() if p.poll() is None]
         for process in alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGCONT)  # a frozen replica (--kill-signal STOP) too
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 5
         for process in alive:
@@ -405,8 +407,11 @@ async def kill_replica(event: Event, setup: Setup, processes: Processes, t0: flo
     process = processes.started[event.replica]
     upstreams = processes.upstreams_of(event.replica)
     event.at = time.monotonic() - t0
-    os.kill(process.pid, signal.SIGKILL)  # the replica alone, as a crash: not its process group
+    # The replica alone, as a crash (or, SIGSTOP, a freeze): not its process group.
+    os.kill(process.pid, signal.Signals[event.kind])
     event.notes["upstream_pids"] = upstreams
+    if event.kind != "SIGKILL":
+        return
     # The replica's stdio upstream must not outlive it (the proxy's watchdog stops it).
     began = time.monotonic()
     while time.monotonic() - began < 10:
@@ -461,7 +466,7 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
         seed=args.seed,
     )
     if args.kill_at > 0:
-        run.events.append(Event("SIGKILL", args.kill, args.kill_at))
+        run.events.append(Event(f"SIG{args.kill_signal}", args.kill, args.kill_at))
     if args.term_at > 0:
         run.events.append(Event("SIGTERM", args.term, args.term_at))
     # Past this, whatever still runs is cancelled and counted as hung: the run always ends.
@@ -472,7 +477,7 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
                 outer.start_soon(monitor_haproxy, setup, t0, run)
             async with anyio.create_task_group() as tg:
                 for event in run.events:
-                    action = kill_replica if event.kind == "SIGKILL" else term_replica
+                    action = term_replica if event.kind == "SIGTERM" else kill_replica
                     tg.start_soon(action, event, setup, processes, t0)
                 for index in range(args.legacy):
                     tg.start_soon(worker, LEGACY, index, plan, run.record)
@@ -508,6 +513,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of calls (default 20)")
     parser.add_argument("--kill-at", type=float, default=6.0, help="SIGKILL --kill at this second (0: never)")
     parser.add_argument("--kill", default="r2", help="the replica to SIGKILL (default r2)")
+    parser.add_argument(
+        "--kill-signal",
+        choices=("KILL", "STOP"),
+        default="KILL",
+        help="KILL (a crash, the default) or STOP (a frozen replica: its connections stay open)",
+    )
     parser.add_argument("--term-at", type=float, default=0.0, help="SIGTERM --term at this second (default: never)")
     parser.add_argument("--term", default="r3", help="the replica to SIGTERM (default r3)")
     parser.add_argument("--legacy", type=int, default=4, help="2025-11-25 clients (sessions; default 4)")
