@@ -260,6 +260,10 @@ def test_refuses_to_serve_beyond_loopback_without_sign_in() -> None:
     assert problem is not None and "sign-in" in problem and "gateway" in problem
     assert refusal(gateway_config(), "127.0.0.1", 8080) is None
     assert refusal(gateway_config({"tokens": {"alice": ALICE}}), "0.0.0.0", 8080) is None
+    oauth = {"oauth": {"issuer": "https://id.example.com"}}
+    missing_url = refusal(gateway_config(oauth), "0.0.0.0", 8080)
+    assert missing_url is not None and "gateway.url" in missing_url
+    assert refusal(gateway_config({**oauth, "url": "https://mcp.example.com/mcp"}), "0.0.0.0", 8080) is None
 
 
 def test_lists_are_in_a_deterministic_order_whatever_the_upstreams_order() -> None:

@@ -67,6 +67,11 @@ def refusal(config: Config, host: str, port: int) -> str | None:
             '"gateway": {"tokens": {...}} or {"oauth": {...}} (see the README, "The HTTP gateway"), '
             "or bind 127.0.0.1"
         )
+    if settings.oauth is not None and settings.url is None and not is_loopback(host):
+        return (
+            f"{config.path}: gateway.oauth needs gateway.url, the address clients reach the gateway at "
+            "(tokens are issued for it, and the metadata clients read names it)"
+        )
     return None
 
 
@@ -127,6 +132,7 @@ class Gateway:
             connector=connector,
             access_for=self._access if restricted else None,
             shared=True,
+            request_state_keys=self.settings.request_state_keys,
         )
         self.manager = SessionManager(
             self.proxy.server,
