@@ -11,9 +11,14 @@ and everything goes there. The HTTP gateway serves many (``shared``): a request 
 upstream goes to the session whose tool call to that upstream is in flight
 (``calling``), never to another; when calls from several sessions are in flight to
 that server at once, the request cannot be attributed (stdio upstreams of the 2025 era
-do not say which call a request belongs to) and is refused. Upstreams are offered
-sampling and elicitation (some client may answer), not roots (a team's gateway has no
-one client's folders).
+do not say which call a request belongs to) and is refused, unless all but one of them
+are suspended on a question already out (a call waiting for its answer is not asking
+another). Upstreams are offered sampling and elicitation (some client may answer), not
+roots (a team's gateway has no one client's folders).
+
+A client of the 2026-07-28 protocol has no channel for requests: on stdio as on the
+gateway, what its call's upstream asks is put to it through that call (``rounds``: the
+call answers ``input_required`` and the client's retry brings the answer back).
 
 Requests an upstream sends before the client spoke, or that the client cannot answer,
 get a JSON-RPC error back, never an exception: an upstream's own call must not fail
@@ -25,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
@@ -38,6 +44,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_patchbay import rounds
+from mcp_patchbay.rounds import Exchange
 from mcp_patchbay.sdk import connection_of
 
 logger = logging.getLogger("mcp_patchbay.client_channel")
@@ -71,6 +79,24 @@ def _no_pause(server: str) -> AbstractContextManager[None]:
     return nullcontext()
 
 
+@dataclass(eq=False, slots=True)
+class _InFlight:
+    """A client request with a tool call to some server in flight."""
+
+    ctx: ServerRequestContext[Any, Any]
+    exchange: Exchange | None
+    """Its exchange when its client speaks 2026-07-28 and can answer (``rounds``)."""
+
+    @property
+    def caller(self) -> object:
+        """Who a question would be put to: the 2025 session, or the 2026 call itself."""
+        return self.exchange if self.exchange is not None else connection_of(self.ctx.session)
+
+    @property
+    def waiting(self) -> bool:
+        return self.exchange is not None and self.exchange.waiting
+
+
 class SessionChannel:
     """``ClientChannel`` over the client's session, as captured from its first request."""
 
@@ -87,8 +113,11 @@ class SessionChannel:
             if shared
             else None
         )
-        self._calls: dict[str, list[ServerRequestContext[Any, Any]]] = {}
-        """Per server, the client requests with a tool call to it in flight (``shared``)."""
+        self._calls: dict[str, list[_InFlight]] = {}
+        """Per server, the client requests with a tool call to it in flight (``shared``, or
+        a 2026-07-28 client on stdio)."""
+        self._modern = False
+        """The stdio client speaks 2026-07-28: no requests on its session."""
         self._subscribers: WeakKeyDictionary[Connection, set[str]] = WeakKeyDictionary()
         """Per session, the resource URIs it subscribed to (``shared``)."""
         self.hello = anyio.Event()
@@ -97,16 +126,17 @@ class SessionChannel:
     @contextmanager
     def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[None]:
         """A tool call of ``ctx``'s client to ``server`` is in flight: what the server asks
-        meanwhile is for that client."""
-        if not self.shared or ctx is None:
+        meanwhile is for that client (for a 2026-07-28 client, for that call)."""
+        if ctx is None or not (self.shared or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS):
             yield
             return
+        call = _InFlight(ctx, rounds.CURRENT.get())
         calls = self._calls.setdefault(server, [])
-        calls.append(ctx)
+        calls.append(call)
         try:
             yield
         finally:
-            calls.remove(ctx)
+            calls.remove(call)
 
     def subscribed(self, session: ServerSession, uri: str, on: bool) -> bool:
         """Record a session's resource subscription (``shared``); whether another session
@@ -119,25 +149,31 @@ class SessionChannel:
             uris.discard(uri)
         return any(uri in held for other, held in self._subscribers.items() if other is not connection)
 
-    def _caller(self, server: str, what: str) -> ServerRequestContext[Any, Any] | types.ErrorData:
-        """The request whose call to ``server`` a request from it belongs to (``shared``)."""
+    def _caller(self, server: str, what: str) -> _InFlight | types.ErrorData:
+        """The call to ``server`` a request from it belongs to (``shared``, 2026-07-28 stdio)."""
         calls = self._calls.get(server) or []
-        sessions = {id(connection_of(ctx.session)) for ctx in calls}
         if not calls:
             logger.info("'%s' sent %s outside of any tool call: refused (no client to ask)", server, what)
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{what} is only answered during a tool call.")
-        if len(sessions) > 1:
-            logger.warning(
-                "'%s' sent %s while calls from %d clients were in flight to it: refused, it cannot be told whose",
-                server,
-                what,
-                len(sessions),
-            )
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message=f"{what} cannot be routed: several clients have calls in flight to this server.",
-            )
-        return calls[-1]
+        latest = {call.caller: call for call in calls}
+        if len(latest) == 1:
+            return calls[-1]
+        # A call whose question is out waits for its answer: the new question is another call's.
+        free = [call for call in latest.values() if not call.waiting]
+        if len(free) == 1:
+            return free[0]
+        if not self.shared:  # on stdio every call is the one client's: any of them may carry it
+            return (free or calls)[-1]
+        logger.warning(
+            "'%s' sent %s while calls from %d clients were in flight to it: refused, it cannot be told whose",
+            server,
+            what,
+            len(latest),
+        )
+        return types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"{what} cannot be routed: several clients have calls in flight to this server.",
+        )
 
     def meet(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Learn who the client is from its first request (later ones change nothing)."""
@@ -148,6 +184,7 @@ class SessionChannel:
         if self.hello.is_set() or ctx.request_id is None:
             return
         self.session = ctx.session
+        self._modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         if ctx.method == "initialize":
             init = _log_client(ctx)
             if init is not None:
@@ -179,15 +216,19 @@ class SessionChannel:
 
     async def _ask(self, server: str, request: Any, result_type: type[Any]) -> Any:
         session = self.session
-        if self.shared:
+        if self.shared or self._modern:
             caller = self._caller(server, request.method)
             if isinstance(caller, types.ErrorData):
                 return caller
-            if caller.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            if caller.exchange is not None:
+                return await caller.exchange.ask(request)
+            if caller.ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 return types.ErrorData(
-                    code=types.INVALID_REQUEST, message=f"The client cannot be sent {request.method} on its protocol."
+                    code=types.INVALID_REQUEST,
+                    message=f"The client cannot answer {request.method}: it speaks the 2026-07-28 protocol and "
+                    "declared neither sampling, elicitation nor roots.",
                 )
-            session = caller.session
+            session = caller.ctx.session
         if session is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
         try:
@@ -227,7 +268,7 @@ class SessionChannel:
         match notification:
             case types.LoggingMessageNotification(params=p):
                 calls = self._calls.get(server) or []
-                sessions = {id(connection_of(ctx.session)): ctx.session for ctx in calls}
+                sessions = {id(connection_of(call.ctx.session)): call.ctx.session for call in calls}
                 if len(sessions) != 1:
                     return
                 (session,) = sessions.values()

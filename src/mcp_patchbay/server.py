@@ -8,7 +8,9 @@ no result form (prompts, resources) get their JSON-RPC error in ``passthrough``.
 Everything inside raises.
 
 What upstreams ask of the client (sampling, elicitation, roots, notifications) goes
-through ``client_channel``; the client's stdio wire is ``client_wire``.
+through ``client_channel``; a 2026-07-28 client is asked through its call (``rounds``:
+the call answers ``input_required`` and the client's retry resumes it). The client's
+stdio wire is ``client_wire``.
 Non-tool requests are ``passthrough``'s; what the client lists is ``exposure``'s.
 
 One module on purpose, though past 450 lines: the tool path (``run_tool``, ``_fail``) and
@@ -20,8 +22,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -35,6 +38,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -74,6 +78,7 @@ from mcp_patchbay.messages import hidden_tool, unknown_name
 from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
+from mcp_patchbay.rounds import AUDIENCE, Rounds, answers_input, refused_state_as_result, state_security
 from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.supervisor import Supervisor
@@ -153,11 +158,17 @@ class Proxy:
         prespawned: Prespawned | None = None,
         access_for: AccessFor | None = None,
         shared: bool = False,
+        request_state_keys: Sequence[str] = (),
     ) -> None:
         """``access_for``: the current caller's access (the gateway's sign-in); ``shared``:
-        many clients at once (the gateway), so upstreams are offered what any may answer."""
+        many clients at once (the gateway), so upstreams are offered what any may answer;
+        ``request_state_keys``: the gateway's keys sealing ``requestState`` (stdio reads
+        ``$PATCHBAY_STATE_KEY``; without either, a key made at start)."""
         self.config = config
         self.settings = config.settings
+        self._state_security = state_security(request_state_keys, environ=None if shared else os.environ)
+        self.rounds = Rounds(self._state_security.ttl)
+        """2026-07-28 calls suspended on a question of their upstream."""
         self._bus = InMemorySubscriptionBus()
         self.channel = SessionChannel(self._bus, self._pause_deadlines, shared=shared)
         self._access_for = access_for
@@ -213,15 +224,21 @@ class Proxy:
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self.passthrough.roots_changed
         )
-        # Only our observer: the SDK's default OpenTelemetry middleware costs ~10% per call and
-        # exports nothing unless an OTel SDK is configured in this process, which it never is.
-        server.middleware = [self._observe]
+        # Our observer, then requestState sealed and opened (rounds). Not the SDK's default
+        # OpenTelemetry middleware: it costs ~10% per call and exports nothing unless an OTel
+        # SDK is configured in this process, which it never is.
+        server.middleware = [
+            self._observe,
+            refused_state_as_result,
+            RequestStateBoundary(self._state_security, default_audience=AUDIENCE),
+        ]
         return server
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The proxy's background work (upstreams, change notifications), until cancelled."""
         async with anyio.create_task_group() as tg:
             self.passthrough.tg = tg
+            await tg.start(self.rounds.run)
             await tg.start(self.supervisor.run)
             tg.start_soon(self._send_changes)
             tg.start_soon(self._warm_index)
@@ -392,13 +409,31 @@ class Proxy:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """The SDK's typed path: calls the lane does not take (2026-07-28 connections, calls
-        before the handshake ended). The lane (``lane.CallLane``) serves all others."""
+        before the handshake ended). The lane (``lane.CallLane``) serves all others.
+        A 2026-07-28 client that can answer input has its call run by ``rounds``: what the
+        upstream asks mid-call comes back as ``input_required``, and its retry resumes it."""
         wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
         _, meta = split_meta(wire_meta)
         started = time.monotonic()
-        raw = await self.run_tool(params.name, params.arguments, _context_progress(ctx), meta)
+        progress = _context_progress(ctx)
+
+        def call(on_progress: ProgressFn | None) -> Awaitable[dict[str, Any]]:
+            return self.run_tool(params.name, params.arguments, on_progress, meta)
+
+        try:
+            if params.request_state is not None:
+                raw = await self.rounds.resume(params.request_state, params.input_responses, progress)
+            elif answers_input(ctx):
+                raw = await self.rounds.start(call, ctx.session.client_capabilities, progress)
+            else:
+                raw = await call(progress)
+        except PatchbayError as error:  # a retry of a call that is no longer waiting
+            target = self.view().catalog.by_exposed.get(params.name)
+            raw = self._fail(error, params.name, target, target.server if target else None, started)
+        if isinstance(raw, types.InputRequiredResult):
+            return raw
         try:
             return types.CallToolResult.model_validate(raw, by_name=False)
         except ValidationError as exc:  # an upstream's result the SDK's model refuses: its fault, not the client's

@@ -1,0 +1,355 @@
+"""A 2025-era upstream asks mid-call; a 2026-07-28 client answers through input_required rounds.
+
+In memory: real SDK upstream ``Server``s of the 2025 era (the proxy connects with the
+``initialize`` handshake), the real proxy, and the SDK's ``Client`` in its default mode,
+which speaks 2026-07-28 and drives the retries itself. Every wait is bounded; time is
+injected where a suspension has to expire.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay.config import Config
+from mcp_patchbay.rounds import AUDIENCE, EXPIRED_MESSAGE, Exchange, Rounds, state_security
+from mcp_patchbay.server import Proxy
+from tests.harness import (
+    FakeTool,
+    MemoryUpstreams,
+    config_from,
+    error_info,
+    make_server,
+    proxy_transport,
+    result_text,
+    text,
+)
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+
+
+def _message(prompt: str) -> list[types.SamplingMessage]:
+    return [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))]
+
+
+class Asker:
+    """The upstream's tools: each asks the client something mid-call, as 2025 servers do."""
+
+    def __init__(self) -> None:
+        self.refusals: list[str] = []
+        self.refused = anyio.Event()
+
+    async def _sample(self, ctx: ServerRequestContext[Any, Any], prompt: str) -> str:
+        try:
+            answer = await ctx.session.create_message(messages=_message(prompt), max_tokens=5)  # pyright: ignore[reportDeprecated]
+        except MCPError as exc:
+            self.refusals.append(exc.error.message)
+            self.refused.set()
+            return f"refused: {exc.error.message}"
+        content = answer.content
+        return content.text if isinstance(content, types.TextContent) else "?"
+
+    async def sample(self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        return text(await self._sample(ctx, str(args.get("prompt", "hi"))))
+
+    async def twice(self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        first = await self._sample(ctx, "first")
+        second = await self._sample(ctx, f"after {first}")
+        return text(f"{first} | {second}")
+
+    async def elicit(self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        answer = await ctx.session.elicit_form("Your name?", schema)  # pyright: ignore[reportDeprecated]
+        return text(f"{answer.action}: {(answer.content or {}).get('name')}")
+
+    async def roots(self, ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        listed = await ctx.session.list_roots()  # pyright: ignore[reportDeprecated]
+        return text(",".join(str(root.uri) for root in listed.roots))
+
+    def upstreams(self) -> MemoryUpstreams:
+        tools = {
+            "sample": FakeTool(self.sample),
+            "twice": FakeTool(self.twice),
+            "elicit": FakeTool(self.elicit),
+            "roots": FakeTool(self.roots),
+        }
+        return MemoryUpstreams({"ask": make_server("ask", tools)})
+
+
+def _config() -> Config:
+    return config_from({"ask": {"command": "x"}}, {"watch": False})
+
+
+@asynccontextmanager
+async def proxy_for(asker: Asker, *, shared: bool = False) -> AsyncGenerator[Proxy]:
+    proxy = Proxy(_config(), connector=asker.upstreams(), shared=shared)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            await tg.start(proxy.run)
+            try:
+                yield proxy
+            finally:
+                tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def modern_client(proxy: Proxy, **callbacks: Any) -> AsyncGenerator[Client]:
+    async with Client(proxy_transport(proxy), cache=None, **callbacks) as client:  # pyright: ignore[reportArgumentType]
+        assert client.session.protocol_version == MODERN  # pyright: ignore[reportAttributeAccessIssue]
+        yield client
+
+
+def reply(said: str) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=said), model="m")
+
+
+def sampler(said: str, seen: list[str] | None = None) -> Any:
+    async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        content = params.messages[0].content
+        if seen is not None:
+            seen.append(content.text if isinstance(content, types.TextContent) else "?")
+        return reply(said)
+
+    return sampling
+
+
+async def test_a_2026_client_gets_a_sampling_answer_through_to_a_2025_upstream() -> None:
+    asker = Asker()
+    seen: list[str] = []
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("hello back", seen)) as c:
+        result = await c.call_tool("ask__sample", {"prompt": "say hello"})
+        assert not result.is_error, result
+        assert result_text(result) == "hello back"
+        assert seen == ["say hello"]
+        assert proxy.rounds.suspended == {}
+        assert not proxy.channel._calls.get("ask")  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_an_elicitation_and_a_roots_request_take_the_same_road() -> None:
+    async def elicitation(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.message == "Your name?"
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work")])  # pyright: ignore[reportArgumentType]
+
+    asker = Asker()
+    async with (
+        proxy_for(asker) as proxy,
+        modern_client(proxy, elicitation_callback=elicitation, list_roots_callback=roots) as c,
+    ):
+        assert result_text(await c.call_tool("ask__elicit", {})) == "accept: Ada"
+        assert result_text(await c.call_tool("ask__roots", {})) == "file:///work"
+        assert proxy.rounds.suspended == {}
+
+
+async def test_two_questions_in_one_call_take_two_rounds() -> None:
+    asker = Asker()
+    seen: list[str] = []
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("yes", seen)) as c:
+        assert result_text(await c.call_tool("ask__twice", {})) == "yes | yes"
+        assert seen == ["first", "after yes"]
+        assert proxy.rounds.suspended == {}
+
+
+async def test_two_suspended_calls_from_two_clients_each_get_their_own_answer() -> None:
+    asker = Asker()
+    a_asked, b_asked = anyio.Event(), anyio.Event()
+    both_suspended: list[int] = []
+
+    async with proxy_for(asker, shared=True) as proxy:
+
+        async def sampling_a(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            a_asked.set()
+            await b_asked.wait()  # a stays suspended while b's call asks and is answered
+            return reply("A")
+
+        async def sampling_b(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            both_suspended.append(len(proxy.rounds.suspended))
+            b_asked.set()
+            return reply("B")
+
+        results: dict[str, str] = {}
+        async with (
+            modern_client(proxy, sampling_callback=sampling_a) as a,
+            modern_client(proxy, sampling_callback=sampling_b) as b,
+        ):
+
+            async def call(name: str, client: Client) -> None:
+                results[name] = result_text(await client.call_tool("ask__sample", {"prompt": name}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "a", a)
+                await a_asked.wait()
+                tg.start_soon(call, "b", b)
+        assert results == {"a": "A", "b": "B"}
+        assert both_suspended == [2]
+        assert proxy.rounds.suspended == {}
+
+
+async def test_a_forged_request_state_gets_a_clear_error_result() -> None:
+    asker = Asker()
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("x")) as c:
+        result = await c.call_tool("ask__sample", {"prompt": "p"}, request_state="v1.forged-by-the-client")
+        assert result.is_error
+        assert result_text(result) == EXPIRED_MESSAGE and len(EXPIRED_MESSAGE) < 500
+        assert error_info(result)["retryable"] is True
+
+
+async def test_a_state_is_bound_to_its_call_arguments() -> None:
+    asker = Asker()
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("x")) as c:
+        first = await c.session.call_tool("ask__sample", {"prompt": "p"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state is not None
+        (key,) = first.input_requests or {}
+        answer: types.InputResponses = {key: reply("a")}
+        other = await c.session.call_tool(
+            "ask__sample",
+            {"prompt": "q"},
+            input_responses=answer,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(other, types.CallToolResult) and result_text(other) == EXPIRED_MESSAGE
+        assert len(proxy.rounds.suspended) == 1  # the real one still waits for its own retry
+        done = await c.session.call_tool(
+            "ask__sample",
+            {"prompt": "p"},
+            input_responses=answer,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(done, types.CallToolResult) and result_text(done) == "a"
+        again = await c.session.call_tool(
+            "ask__sample",
+            {"prompt": "p"},
+            input_responses=answer,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(again, types.CallToolResult) and result_text(again) == EXPIRED_MESSAGE
+        assert proxy.rounds.suspended == {}
+
+
+async def test_a_client_that_never_retries_leaves_the_upstream_an_error_and_nothing_behind() -> None:
+    asker = Asker()
+    now = [1000.0]
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("x")) as c:
+        proxy.rounds.clock = lambda: now[0]
+        first = await c.session.call_tool("ask__sample", {"prompt": "p"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        (exchange,) = proxy.rounds.suspended.values()
+        now[0] += proxy.rounds.ttl - 1
+        assert proxy.rounds.expire() == 0
+        now[0] += 1
+        assert proxy.rounds.expire() == 1
+        with anyio.fail_after(5):
+            await asker.refused.wait()
+            while exchange.outcome is None:
+                await exchange.changed()
+        assert asker.refusals == ["The client did not answer in time; it gave up."]
+        assert proxy.rounds.suspended == {}
+        assert not proxy.channel._calls.get("ask")  # pyright: ignore[reportPrivateUsage]
+        late = await c.session.call_tool("ask__sample", {"prompt": "p"}, request_state=first.request_state)
+        assert isinstance(late, types.CallToolResult) and late.is_error
+        assert result_text(late) == EXPIRED_MESSAGE
+
+
+async def test_a_client_that_cancels_its_call_takes_the_upstream_call_with_it() -> None:
+    asker = Asker()
+    asked = anyio.Event()
+
+    async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampling) as c:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(c.call_tool, "ask__sample", {"prompt": "p"})
+                await asked.wait()
+                tg.cancel_scope.cancel()
+            (exchange,) = proxy.rounds.suspended.values()  # the client gives up between rounds: nothing tells the proxy
+            now = proxy.rounds.clock() + proxy.rounds.ttl
+            proxy.rounds.clock = lambda: now
+            assert proxy.rounds.expire() == 1
+            while exchange.outcome is None:
+                await exchange.changed()
+        assert proxy.rounds.suspended == {}
+
+
+async def test_a_2026_client_without_sampling_leaves_the_upstream_a_clear_refusal() -> None:
+    asker = Asker()
+    async with proxy_for(asker, shared=True) as proxy, modern_client(proxy) as c:
+        result = await c.call_tool("ask__sample", {"prompt": "p"})
+        assert result_text(result).startswith("refused: The client cannot answer sampling/createMessage")
+        assert proxy.rounds.suspended == {}
+
+
+async def test_a_2025_client_is_still_asked_on_its_session() -> None:
+    asker = Asker()
+    async with (
+        proxy_for(asker) as proxy,
+        Client(proxy_transport(proxy), mode="legacy", cache=None, sampling_callback=sampler("old")) as c,  # pyright: ignore[reportArgumentType]
+    ):
+        assert result_text(await c.call_tool("ask__twice", {})) == "old | old"
+        assert proxy.rounds.suspended == {}
+
+
+async def test_an_answer_of_the_wrong_kind_is_refused_to_the_upstream() -> None:
+    exchange = Exchange(types.ClientCapabilities(sampling=types.SamplingCapability()), None)
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=_message("p"), max_tokens=1))
+    answers: list[object] = []
+
+    async def ask() -> None:
+        answers.append(await exchange.ask(request))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            while not exchange.pending:
+                await exchange.changed()
+            (key,) = exchange.pending
+            exchange.deliver(
+                {"unknown": types.ElicitResult(action="decline"), key: types.ElicitResult(action="accept")}
+            )
+    (answer,) = answers
+    assert isinstance(answer, types.ErrorData) and "wrong kind" in answer.message
+    elicit = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message="m", requested_schema={"type": "object", "properties": {}})
+    )
+    refused = await exchange.ask(elicit)
+    assert isinstance(refused, types.ErrorData) and "did not declare elicitation" in refused.message
+
+
+def test_the_state_key_comes_from_the_environment_or_is_made_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "mcp_patchbay.rounds")
+    key = "k" * 32
+    sealed = state_security((), environ={"PATCHBAY_STATE_KEY": key}).codec.seal(b"state")
+    assert state_security([key]).codec.unseal(sealed) == b"state"
+    assert state_security((), environ={}).audience == AUDIENCE
+    assert "set PATCHBAY_STATE_KEY" in caplog.text
+    short = state_security((), environ={"PATCHBAY_STATE_KEY": "short"})
+    assert short.codec.unseal(short.codec.seal(b"s")) == b"s"
+    assert "PATCHBAY_STATE_KEY cannot seal requestState" in caplog.text
+
+
+async def test_rounds_without_their_task_group_run_the_call_in_place() -> None:
+    rounds = Rounds(ttl=60)
+
+    async def call(progress: Any) -> dict[str, Any]:
+        return {"content": []}
+
+    assert await rounds.start(call, None, None) == {"content": []}
