@@ -6,11 +6,16 @@ era and asks its client mid-call in ``trigger-sampling-request`` and
 ``trigger-elicitation-request``). The client is the SDK's ``Client`` in its default mode:
 it speaks 2026-07-28, so it is asked through ``input_required`` results and answers by
 calling again. Before ``rounds``, these calls failed with -32600.
+
+fast-agent 0.10 (a real client that speaks 2026-07-28 over stdio) runs too when
+``PATCHBAY_FAST_AGENT_PYTHON`` names a Python with ``fast-agent-mcp`` installed: its
+``passthrough`` model answers the sampling request with the prompt it was given.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -37,6 +42,7 @@ MODERN = "2026-07-28"
 SAMPLE = "everything__trigger-sampling-request"
 ELICIT = "everything__trigger-elicitation-request"
 SERVING = re.compile(rb"serving MCP at (http://\S+/mcp)")
+FAST_AGENT_PYTHON = os.environ.get("PATCHBAY_FAST_AGENT_PYTHON")
 
 if NODE is None or not EVERYTHING.exists():
     pytest.skip("node or tests/e2e/node_modules missing: run scripts/install", allow_module_level=True)
@@ -149,3 +155,47 @@ async def test_a_2026_client_answers_over_http(tmp_path: Path) -> None:
             transport = streamable_http_client(url, http_client=http)
             async with Client(transport, cache=None, **answers.callbacks()) as client:  # pyright: ignore[reportArgumentType]
                 await exercise(client, answers)
+
+
+FAST_AGENT_DRIVER = """
+import asyncio, sys
+from fast_agent import FastAgent
+
+fast = FastAgent("rounds-e2e", config_path=sys.argv[1], parse_cli_args=False, quiet=True)
+
+
+@fast.agent(name="probe", servers=["patchbay"], model="passthrough")
+async def main() -> None:
+    async with fast.run() as app:
+        call = '***CALL_TOOL patchbay__everything__trigger-sampling-request {"prompt": "from fast-agent"}'
+        print("REPLY:", await app.probe.send(call))
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not FAST_AGENT_PYTHON, reason="PATCHBAY_FAST_AGENT_PYTHON (a Python with fast-agent-mcp) not set")
+async def test_fast_agent_keeps_sampling_through_the_proxy(tmp_path: Path) -> None:
+    assert FAST_AGENT_PYTHON is not None
+    proxy = [sys.executable, "-m", "mcp_patchbay", "serve", str(write_config(tmp_path))]
+    server = {"command": proxy[0], "args": proxy[1:], "cwd": str(ROOT), "sampling": {"model": "passthrough"}}
+    settings = {
+        "default_model": "passthrough",
+        "logger": {"level": "warning", "progress_display": False, "show_chat": False, "show_tools": False},
+        "mcp": {"servers": {"patchbay": server}},
+    }
+    config = tmp_path / "fastagent.config.yaml"
+    config.write_text(json.dumps(settings))  # JSON is YAML
+    driver = tmp_path / "driver.py"
+    driver.write_text(FAST_AGENT_DRIVER)
+    home = tmp_path / "home"
+    home.mkdir()
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            [FAST_AGENT_PYTHON, str(driver), str(config)], cwd=tmp_path, env={**os.environ, "HOME": str(home)}
+        )
+    reply = done.stdout.decode()
+    assert "REPLY: LLM sampling result:" in reply, reply
+    assert '"text": "Resource trigger-sampling-request context: from fast-agent"' in reply, reply
+    assert "-32600" not in reply
