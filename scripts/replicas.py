@@ -571,6 +571,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Ctrl-C, SIGTERM and SIGHUP all end the run through the cleanup below, even when this
+    # process was started with SIGINT ignored (a background job of a non-interactive shell).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     directory = Path(tempfile.mkdtemp(prefix="patchbay-replicas-"))
