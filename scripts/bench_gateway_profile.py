@@ -8,7 +8,8 @@ clients of ``--era`` through the gateway, and records the gateway with ``py-spy 
 samples are summed by what the innermost frame belongs to (self time), by stages found
 anywhere on the stack (inclusive time), and by function. The raw samples are kept in
 ``.bench/gateway-ERA.folded`` (flame-graph input). ``--target upstream`` profiles the
-upstream instead, driven directly, for comparison.
+upstream instead, driven directly, for comparison; ``--variant NAME`` the gateway with one of
+``bench_gateway_variant.py``'s changes.
 """
 
 from __future__ import annotations
@@ -102,13 +103,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--target", choices=["gateway", "upstream"], default="gateway")
+    parser.add_argument("--variant", help="profile the gateway with this change (bench_gateway_variant.py)")
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
-    output = WORK / f"{args.target}-{args.era}.folded"
+    output = WORK / f"{args.target}{'+' + args.variant if args.variant else ''}-{args.era}.folded"
     with contextlib.ExitStack() as stack:
         up, up_url = stack.enter_context(upstream())
         if args.target == "gateway":
-            gw, gw_url, _ = stack.enter_context(gateway(up_url))
+            gw, gw_url, _ = stack.enter_context(gateway(up_url, args.variant))
             side, pid = Side("gateway", gw_url, "bench__echo", {"upstream": up.pid, "gateway": gw.pid}), gw.pid
         else:
             side, pid = Side("direct", up_url, "echo", {"upstream": up.pid}), up.pid
