@@ -353,3 +353,13 @@ async def test_rounds_without_their_task_group_run_the_call_in_place() -> None:
         return {"content": []}
 
     assert await rounds.start(call, None, None) == {"content": []}
+
+
+async def test_calls_still_suspended_end_when_the_proxy_stops() -> None:
+    asker = Asker()
+    async with proxy_for(asker) as proxy, modern_client(proxy, sampling_callback=sampler("x")) as c:
+        first = await c.session.call_tool("ask__sample", {"prompt": "p"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        (exchange,) = proxy.rounds.suspended.values()
+    assert exchange.outcome is not None and exchange.closed
+    assert not proxy.rounds._tasks  # pyright: ignore[reportPrivateUsage]
