@@ -432,10 +432,10 @@ async def term_replica(event: Event, setup: Setup, processes: Processes, t0: flo
     url = f"http://127.0.0.1:{setup.ports[event.replica]}/readyz"
     async with httpx2.AsyncClient(timeout=1.0) as http:
         while time.monotonic() - began < 60 and process.poll() is None:
-            if "readyz_503_after" not in event.notes:
+            if "readyz_draining_after" not in event.notes:
                 with contextlib.suppress(httpx2.HTTPError):
-                    if (await http.get(url)).status_code == 503:
-                        event.notes["readyz_503_after"] = round(time.monotonic() - began, 3)
+                    if (await http.get(url)).status_code == 404:  # draining
+                        event.notes["readyz_draining_after"] = round(time.monotonic() - began, 3)
             await anyio.sleep(0.05)
     event.notes["exit_code"] = process.poll()
     event.notes["exited_after"] = round(time.monotonic() - began, 3) if process.poll() is not None else None

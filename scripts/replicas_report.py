@@ -209,7 +209,7 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
             check(
                 f"{event['replica']} drained on SIGTERM and exited 0",
                 code == 0,
-                f"exit {code} after {event.get('exited_after')} s, /readyz 503 after {event.get('readyz_503_after')} s",
+                f"exit {code} after {event.get('exited_after')} s, /readyz 404 (draining) after {event.get('readyz_draining_after')} s",
             )
             failed = {k: n for k, n in event["in_flight"].items() if k != "ok"}
             check(
@@ -309,7 +309,7 @@ def render(summary: dict[str, Any]) -> str:
             )
         elif event["kind"] == "SIGTERM":
             lines.append(
-                f"  /readyz 503 after {_s(event.get('readyz_503_after'))}; exited with "
+                f"  /readyz 404 (draining) after {_s(event.get('readyz_draining_after'))}; exited with "
                 f"{event.get('exit_code')} after {_s(event.get('exited_after'))}"
             )
         in_flight = ", ".join(f"{n} {k}" for k, n in sorted(event["in_flight"].items())) or "none"

@@ -99,7 +99,7 @@ async def test_health_readiness_and_metrics() -> None:
             assert 'patchbay_upstream_state{server="time",state="ready"} 1.0' in metrics
             assert "patchbay_tool_call_duration_seconds_bucket" in metrics
             gateway.draining = True
-            assert (await http.get("/readyz")).status_code == 503
+            assert (await http.get("/readyz")).status_code == 404
 
 
 async def test_tokens_admit_and_refuse() -> None:
@@ -234,7 +234,7 @@ async def test_draining_lets_calls_finish_and_refuses_new_sessions() -> None:
                 tg.start_soon(gateway.drain)
                 async with httpx2.AsyncClient(base_url=base) as http:
                     with anyio.fail_after(5):
-                        while (await http.get("/readyz")).status_code != 503:
+                        while (await http.get("/readyz")).status_code != 404:
                             await anyio.sleep(0.01)
                     opening = await http.post(
                         "/mcp",

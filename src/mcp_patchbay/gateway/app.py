@@ -8,7 +8,9 @@ Routes:
   2026-07-28 requests. Host and Origin are checked (DNS rebinding); with sign-in
   configured, a request without valid credentials gets 401 and nothing else.
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 once startup is done
-  (every server up or given up on), 503 while draining. ``/metrics``: Prometheus.
+  (every server up or given up on), 503 before, 404 while draining (not ready, as any
+  status from 400 is to Kubernetes; HAProxy's ``http-check disable-on-404`` then keeps a
+  draining replica's sessions on it, and sends it nothing new). ``/metrics``: Prometheus.
 - ``/.well-known/oauth-protected-resource[/mcp]`` with ``gateway.oauth`` (``auth``).
 
 SIGTERM (or SIGINT) drains: readiness goes false, new sessions get 503, calls in flight
@@ -187,8 +189,8 @@ class Gateway:
         return JSONResponse({"status": "alive", "version": __version__})
 
     async def _readyz(self, request: Request) -> Response:
-        if self.draining:
-            return JSONResponse({"status": "draining"}, 503)
+        if self.draining:  # not ready for new clients; 404 lets HAProxy keep sessions here ("disable-on-404")
+            return JSONResponse({"status": "draining"}, 404)
         if not self.ready:
             return JSONResponse({"status": "starting"}, 503)
         return JSONResponse({"status": "ready"})
