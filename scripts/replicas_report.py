@@ -209,7 +209,8 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
             check(
                 f"{event['replica']} drained on SIGTERM and exited 0",
                 code == 0,
-                f"exit {code} after {event.get('exited_after')} s, /readyz 404 (draining) after {event.get('readyz_draining_after')} s",
+                f"exit {code} after {event.get('exited_after')} s, "
+                f"/readyz 404 (draining) after {event.get('readyz_draining_after')} s",
             )
             failed = {k: n for k, n in event["in_flight"].items() if k != "ok"}
             check(
