@@ -363,3 +363,27 @@ async def test_calls_still_suspended_end_when_the_proxy_stops() -> None:
         (exchange,) = proxy.rounds.suspended.values()
     assert exchange.outcome is not None and exchange.closed
     assert not proxy.rounds._tasks  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_on_the_gateway_a_state_is_bound_to_the_caller_who_got_it(caplog: pytest.LogCaptureFixture) -> None:
+    from tests.test_gateway import ALICE, BOB, client, running
+
+    asker = Asker()
+    config = config_from({"ask": {"command": "x"}}, {"watch": False}, gateway={"tokens": {"alice": ALICE, "bob": BOB}})
+    async with running(config, asker.upstreams()) as (_, base):
+        async with (
+            client(base, token=ALICE, mode="auto", sampling_callback=sampler("x")) as alice,
+            client(base, token=BOB, mode="auto", sampling_callback=sampler("x")) as bob,
+        ):
+            first = await alice.session.call_tool("ask__sample", {"prompt": "p"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.input_requests
+            answer: types.InputResponses = {key: reply("for alice") for key in first.input_requests}
+            stolen = await bob.session.call_tool(
+                "ask__sample", {"prompt": "p"}, input_responses=answer, request_state=first.request_state
+            )
+            assert stolen.is_error and result_text(stolen) == EXPIRED_MESSAGE
+            assert "requestState rejected on tools/call: principal" in caplog.text
+            done = await alice.session.call_tool(
+                "ask__sample", {"prompt": "p"}, input_responses=answer, request_state=first.request_state
+            )
+            assert not done.is_error and result_text(done) == "for alice"
