@@ -87,11 +87,10 @@ def stop(process: subprocess.Popen[Any]) -> None:
 
 
 @contextlib.contextmanager
-def upstream() -> Iterator[tuple[subprocess.Popen[str], str]]:
+def upstream(tools: int = 1) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
-    process = subprocess.Popen(
-        [PY, UPSTREAM_SCRIPT, "--port", str(port)], stdout=subprocess.PIPE, stderr=errlog(), text=True, cwd=ROOT
-    )
+    command = [PY, UPSTREAM_SCRIPT, "--port", str(port), "--tools", str(tools)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errlog(), text=True, cwd=ROOT)
     try:
         assert process.stdout is not None
         read_line(process.stdout, 60, "the upstream's start")
@@ -469,12 +468,13 @@ def main() -> None:
     parser.add_argument("--eras", default="2025,2026")
     parser.add_argument("--sessions", default="200,1000", help="idle sessions for the memory figure")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--upstream-tools", type=int, default=1, help="tools the upstream lists (a larger catalog)")
     parser.add_argument("--no-client-cost", action="store_true")
     parser.add_argument(
         "--variant",
         action="append",
         default=[],
-        choices=["drain", "raw-upstream", "fast-lane", "fast"],
+        choices=["drain", "raw-upstream", "fast-lane", "fast", "input-schema"],
         help="also measure the gateway with this change (bench_gateway_variant.py), side by side",
     )
     parser.add_argument(
@@ -495,10 +495,11 @@ def main() -> None:
     }
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        up, up_url = stack.enter_context(upstream())
+        up, up_url = stack.enter_context(upstream(args.upstream_tools))
+        report["upstream_tools"] = args.upstream_tools
         direct = Side("direct", up_url, "echo", {"upstream": up.pid})
         if args.aa:
-            other, other_url = stack.enter_context(upstream())
+            other, other_url = stack.enter_context(upstream(args.upstream_tools))
             through = Side("gateway", other_url, "echo", {"upstream": other.pid})
             report["gateway_ready_s"] = float("nan")
             report["aa"] = True

@@ -103,12 +103,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--target", choices=["gateway", "upstream"], default="gateway")
+    parser.add_argument("--upstream-tools", type=int, default=1, help="tools the upstream lists")
     parser.add_argument("--variant", help="profile the gateway with this change (bench_gateway_variant.py)")
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
     output = WORK / f"{args.target}{'+' + args.variant if args.variant else ''}-{args.era}.folded"
     with contextlib.ExitStack() as stack:
-        up, up_url = stack.enter_context(upstream())
+        up, up_url = stack.enter_context(upstream(args.upstream_tools))
         if args.target == "gateway":
             gw, gw_url, _ = stack.enter_context(gateway(up_url, args.variant))
             side, pid = Side("gateway", gw_url, "bench__echo", {"upstream": up.pid, "gateway": gw.pid}), gw.pid

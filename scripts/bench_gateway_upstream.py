@@ -7,7 +7,8 @@ The SDK's low-level ``Server`` (no MCPServer layer, no schema work) served by uv
 the stateless 2026-07-28 requests (routed by their ``MCP-Protocol-Version`` header). The
 same settings the SDK's ``streamable_http_app`` picks by default: SSE answers, DNS-rebinding
 protection for loopback. One tool, ``echo``, returns its ``text`` argument as one text block;
-one resource and one prompt, so that a proxy in front of it has something to list.
+one resource and one prompt, so that a proxy in front of it has something to list. ``--tools N``
+adds N-1 more tools like it (``echo_1`` ...), for a larger catalog.
 
 ``--fixtures`` adds what the official conformance suite's server scenarios call by name
 (``test_simple_text``, ``test_sampling``, ``test://static-text``, ``test_simple_prompt`` ...,
@@ -39,9 +40,13 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def build(name: str) -> Server[Any]:
+def build(name: str, count: int = 1) -> Server[Any]:
     tools = types.ListToolsResult(
         tools=[types.Tool(name="echo", description="Returns its text argument.", input_schema=SCHEMA)]
+        + [
+            types.Tool(name=f"echo_{i}", description="Returns its text argument.", input_schema=SCHEMA)
+            for i in range(1, count)
+        ]
     )
     resources = types.ListResourcesResult(
         resources=[types.Resource(uri="bench://note", name="note", mime_type="text/plain")]
@@ -52,7 +57,7 @@ def build(name: str) -> Server[Any]:
         return tools
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name != "echo":
+        if not params.name.startswith("echo"):
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"no tool {params.name!r}")], is_error=True
             )
@@ -389,6 +394,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="bench")
+    parser.add_argument("--tools", type=int, default=1, help="echo and N-1 more (echo_1 ...), a larger catalog")
     parser.add_argument("--fixtures", action="store_true", help="add the conformance suite's fixtures")
     args = parser.parse_args()
     if args.fixtures:
@@ -396,7 +402,7 @@ def main() -> None:
             host=args.host, event_store=MemoryEventStore(), retry_interval=100
         )
     else:
-        app = build(args.name).streamable_http_app(host=args.host)
+        app = build(args.name, max(1, args.tools)).streamable_http_app(host=args.host)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     _Ready(config).run()
     sys.exit(0)

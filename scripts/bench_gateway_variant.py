@@ -24,6 +24,10 @@ Applies the change in this process, then runs ``mcp_patchbay.cli.main`` with the
   ``Proxy.run_tool``, then one ``application/json`` answer. Everything else goes to the SDK as
   before. (Experiment: no Host/Origin check, access rules or sign-in on that path; no progress,
   no requests back to the client.)
+- ``input-schema``: the gateway's ``Server`` gets ``get_tool_input_schema`` (a catalog lookup).
+  Without it the SDK's 2026-07-28 entry runs a whole ``tools/list`` through the server for
+  every ``tools/call`` that has arguments (``_streamable_http_modern._mcp_param_rejection``:
+  ``_tool_input_schema``), to check ``Mcp-Param-*`` headers against the tool's schema.
 - ``fast``: both ``raw-upstream`` and ``fast-lane``, with ``drain`` for the SDK's own requests.
 """
 
@@ -233,7 +237,31 @@ def apply_fast() -> None:
     apply_fast_lane()
 
 
-VARIANTS = {"drain": apply_drain, "raw-upstream": apply_raw_upstream, "fast-lane": apply_fast_lane, "fast": apply_fast}
+def apply_input_schema() -> None:
+    from mcp_patchbay.gateway import app
+
+    init = app.Gateway.__init__
+
+    def with_lookup(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        proxy = self.proxy
+
+        def input_schema(name: str) -> Any:
+            tool = proxy.view().catalog.by_exposed.get(name)
+            return None if tool is None else tool.definition.input_schema
+
+        proxy.server.get_tool_input_schema = input_schema
+
+    app.Gateway.__init__ = with_lookup  # type: ignore[method-assign]
+
+
+VARIANTS = {
+    "input-schema": apply_input_schema,
+    "drain": apply_drain,
+    "raw-upstream": apply_raw_upstream,
+    "fast-lane": apply_fast_lane,
+    "fast": apply_fast,
+}
 
 
 def main() -> None:
