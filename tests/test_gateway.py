@@ -278,3 +278,50 @@ def test_lists_are_in_a_deterministic_order_whatever_the_upstreams_order() -> No
         return [t.name for t in catalog.tools]
 
     assert names(["c", "a", "b"]) == names(["b", "c", "a"]) == ["b__a", "b__b", "b__c", "a__y", "a__z"]
+
+
+async def test_a_question_no_one_can_be_told_the_owner_of_is_refused_and_spares_the_breaker() -> None:
+    arrived: list[anyio.Event] = []
+    both_in = anyio.Event()
+
+    async def ask(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        arrived.append(anyio.Event())
+        if len(arrived) % 2 == 0:
+            both_in.set()
+        await both_in.wait()
+        await ctx.session.create_message(  # pyright: ignore[reportDeprecated]
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="secret"))],
+            max_tokens=5,
+        )
+        return text("answered")
+
+    asked: list[str] = []
+
+    def sampler(name: str) -> Any:
+        async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            asked.append(name)
+            return types.CreateMessageResult(
+                role="assistant", content=types.TextContent(type="text", text=name), model="m"
+            )
+
+        return sampling
+
+    config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}}, {"breaker_threshold": 2})
+    async with running(config, upstreams({"ask": FakeTool(ask)})) as (_, base):
+        async with (
+            client(base, token=ALICE, sampling_callback=sampler("alice")) as alice,
+            client(base, token=BOB, sampling_callback=sampler("bob")) as bob,
+        ):
+            for _ in range(3):  # more rounds than the breaker's threshold
+                both_in = anyio.Event()
+                results: list[types.CallToolResult] = []
+
+                async def call(c: Client, into: list[types.CallToolResult]) -> None:
+                    into.append(await c.call_tool("notes__ask", {}))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call, alice, results)
+                    tg.start_soon(call, bob, results)
+                assert all(r.is_error for r in results), results
+            assert asked == []  # neither member was asked the other's question
+            assert result_text(await alice.call_tool("notes__add", {"note": "still open"})) == "still open"

@@ -86,6 +86,11 @@ class _InFlight:
     ctx: ServerRequestContext[Any, Any]
     exchange: Exchange | None
     """Its exchange when its client speaks 2026-07-28 and can answer (``rounds``)."""
+    member: str | None = None
+    """Who signed in to the gateway for it (the token's name or the JWT's identity), if anyone."""
+    refused: bool = False
+    """The proxy refused a request the server made meanwhile that may be this call's: a failure of
+    the call is then not the server's own (its circuit breaker does not count it)."""
 
     @property
     def caller(self) -> object:
@@ -124,17 +129,17 @@ class SessionChannel:
         """Set once the client's first request arrived."""
 
     @contextmanager
-    def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[None]:
+    def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[_InFlight | None]:
         """A tool call of ``ctx``'s client to ``server`` is in flight: what the server asks
         meanwhile is for that client (for a 2026-07-28 client, for that call)."""
         if ctx is None or not (self.shared or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS):
-            yield
+            yield None
             return
-        call = _InFlight(ctx, rounds.CURRENT.get())
+        call = _InFlight(ctx, rounds.CURRENT.get(), _member() if self.shared else None)
         calls = self._calls.setdefault(server, [])
         calls.append(call)
         try:
-            yield
+            yield call
         finally:
             calls.remove(call)
 
@@ -158,12 +163,17 @@ class SessionChannel:
         latest = {call.caller: call for call in calls}
         if len(latest) == 1:
             return calls[-1]
-        # A call whose question is out waits for its answer: the new question is another call's.
+        # A call whose question is out waits for its answer: the new question is likely another
+        # call's. Likely, not surely (one call may ask two questions at once), so on the gateway
+        # only among one member's calls: a question never goes to another member on a guess.
         free = [call for call in latest.values() if not call.waiting]
-        if len(free) == 1:
+        one_member = len({call.member for call in latest.values()}) == 1
+        if len(free) == 1 and (one_member or not self.shared):
             return free[0]
         if not self.shared:  # on stdio every call is the one client's: any of them may carry it
             return (free or calls)[-1]
+        for call in calls:
+            call.refused = True
         logger.warning(
             "'%s' sent %s while calls from %d clients were in flight to it: refused, it cannot be told whose",
             server,
@@ -223,6 +233,7 @@ class SessionChannel:
             if caller.exchange is not None:
                 return await caller.exchange.ask(request)
             if caller.ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                caller.refused = True
                 return types.ErrorData(
                     code=types.INVALID_REQUEST,
                     message=f"The client cannot answer {request.method}: it speaks the 2026-07-28 protocol and "
@@ -286,6 +297,16 @@ class SessionChannel:
                             await connection.send_resource_updated(str(p.uri))
             case _:
                 pass
+
+
+def _member() -> str | None:
+    """The gateway caller's identity (the SDK's auth middleware puts its token in a context variable)."""
+    from mcp.server.auth.middleware.auth_context import get_access_token  # the gateway's import, not stdio's
+
+    token = get_access_token()
+    if token is None:
+        return None
+    return str(getattr(token, "identity", None) or token.client_id)
 
 
 @contextmanager

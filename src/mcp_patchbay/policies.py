@@ -51,6 +51,9 @@ class ToolCall:
     meta: dict[str, Any] | None = None
     on_progress: ProgressFn | None = None
     attempts: int = field(default=0)
+    excused: Callable[[], bool] | None = None
+    """True when the proxy refused a request the server made for this call (a sampling request
+    it could not route): a failure is then not the server's, and does not trip its breaker."""
 
 
 RawResult = dict[str, Any]
@@ -146,7 +149,7 @@ def with_breaker(inner: Handler, breaker: CircuitBreaker) -> Handler:
         try:
             result = await inner(call)
         except UpstreamError as exc:
-            if exc.code.info.trips_breaker:
+            if exc.code.info.trips_breaker and not (call.excused is not None and call.excused()):
                 breaker.record_failure()
             else:
                 breaker.release_probe()

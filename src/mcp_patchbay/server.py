@@ -501,8 +501,11 @@ class Proxy:
                         tool=target.upstream_name,
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
-            with self.channel.calling(server, _REQUEST.get()):
-                result = await upstream.chain(self._tool_call(upstream, target, arguments, on_progress, meta))
+            with self.channel.calling(server, _REQUEST.get()) as flight:
+                call = self._tool_call(upstream, target, arguments, on_progress, meta)
+                if flight is not None:
+                    call.excused = lambda: flight.refused
+                result = await upstream.chain(call)
             result = bounded(
                 result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
             )
