@@ -1,12 +1,14 @@
 """mcp-patchbay: one MCP server in front of many.
 
-An MCP client launches the proxy over stdio; the proxy connects to the upstream servers
-named in its config and serves their tools, resources and prompts as one.
+An MCP client launches the proxy over stdio (or many clients reach one over HTTP,
+``serve --http``); the proxy connects to the upstream servers named in its config and
+serves their tools, resources and prompts as one.
 
 The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
 
     client ─stdio─> client_wire ─> lane (handshake-era tools/call, JSON values)  ─┐
                                └─> the SDK's Server (everything else) ─> server ─┤
+    clients ─HTTP─> gateway.app ─> the SDK's session manager ─> its Server ─────┤
                                                                                  v
       server.Proxy.run_tool: catalog lookup ─> naming (mistaken names) ─> arguments
         ─> upstream.chain = policies (breaker ─> deadline ─> bulkhead ─> retry)
@@ -17,13 +19,17 @@ The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
 Modules, by what they own:
 
 - Entry and wiring: ``cli`` (arguments, logging, ``serve``, ``check``, ``login`` and
-  ``logout``), ``server``
+  ``logout``), ``gateway/`` (``serve --http``: the ASGI app and its life, sign-in, access
+  rules, metrics, resumable SSE events), ``server``
   (``Proxy``: the SDK's server, change notifications, the tool path and the one edge
   where errors become results), ``supervisor`` (all upstreams: start, startup wait,
   catalog rebuilds, reload), ``watch`` (config file changes, SIGHUP).
 - The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines),
   ``lane`` (handshake-era ``tools/call`` past the SDK's server), ``client_channel``
-  (requests and notifications upstreams send back to the client), ``passthrough``
+  (requests and notifications upstreams send back to the client, routed to the session
+  whose call caused them), ``rounds`` (a 2026-07-28 client's ``tools/call`` suspended while
+  its 2025-era upstream's sampling, elicitation or roots request is put to the client as
+  ``input_required``; ``requestState`` sealed by the SDK's boundary), ``passthrough``
   (resources, prompts, completion, logging level, roots), ``exposure`` (what the client
   lists: every tool, or search mode's ``find_tools`` and ``call_tool``).
 - Pure cores, values in and out: ``config/`` (the file: models, loading, ``${VAR}``,
@@ -45,7 +51,7 @@ Modules, by what they own:
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
   sign-in while serving, ``commands`` ``login`` and ``logout``).
 
-I/O happens only in ``cli``, ``watch``, ``client_wire``, ``lane``, ``server``,
+I/O happens only in ``cli``, ``gateway/``, ``rounds``, ``watch``, ``client_wire``, ``lane``, ``server``,
 ``client_channel``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
 ``transports/``, ``rawcalls``, ``sdk``, ``spawn`` and ``oauth/`` (the browser, the
 loopback listener, the tokens' files); ``config.loading`` reads the one file.
