@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.server.context import ServerRequestContext
 
 from mcp_patchbay.config import Config, parse_config
@@ -325,3 +326,29 @@ async def test_a_question_no_one_can_be_told_the_owner_of_is_refused_and_spares_
                 assert all(r.is_error for r in results), results
             assert asked == []  # neither member was asked the other's question
             assert result_text(await alice.call_tool("notes__add", {"note": "still open"})) == "still open"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_resources_of_a_server_a_caller_may_not_use_cannot_be_read(mode: str) -> None:
+    secret = types.Resource(uri="notes://private", name="private")
+    memory = MemoryUpstreams(
+        {
+            "time": make_server("time", {}),
+            "notes": make_server("notes", {}, resources=[secret]),
+        }
+    )
+    config = gateway_config(
+        {
+            "tokens": {"alice": ALICE, "bob": BOB},
+            "access": [{"tokens": ["alice"], "servers": ["*"]}, {"tokens": ["bob"], "servers": ["time"]}],
+        }
+    )
+    async with running(config, memory) as (_, base):
+        async with client(base, token=ALICE, mode=mode) as alice, client(base, token=BOB, mode=mode) as bob:
+            assert "notes://private" in {str(r.uri) for r in (await alice.list_resources()).resources}
+            assert "notes://private" not in {str(r.uri) for r in (await bob.list_resources()).resources}
+            read = await alice.read_resource("notes://private")
+            assert "notes says" in read.contents[0].text  # type: ignore[union-attr]
+            for uri in ("notes://private", "notes://unlisted"):  # listed by a hidden server, or by no one
+                with pytest.raises(MCPError):
+                    await bob.read_resource(uri)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import anyio
@@ -46,10 +46,13 @@ class Passthrough:
         served: Callable[[str, object], None],
         status: Callable[[], dict[str, Any]],
         catalog: Callable[[], Catalog],
+        permitted: Callable[[], Container[str]] | None = None,
     ) -> None:
-        """``catalog``: what the current caller may see (``server.Proxy.view``)."""
+        """``catalog``: what the current caller may see (``server.Proxy.view``); ``permitted``:
+        the servers it may use (the gateway's access rules), all of them when None."""
         self.supervisor = supervisor
         self.catalog = catalog
+        self._permitted = permitted
         self._served = served
         self._status = status
         self._log_level: types.LoggingLevel | None = None
@@ -87,10 +90,14 @@ class Passthrough:
         upstreams = self.supervisor.upstreams
         if owner is not None and owner in upstreams:
             return [upstreams[owner]]
+        permitted = self._permitted() if self._permitted is not None else None
         return [
             u
-            for u in upstreams.values()
-            if u.state is State.READY and u.capabilities is not None and u.capabilities.resources is not None
+            for name, u in upstreams.items()
+            if u.state is State.READY
+            and u.capabilities is not None
+            and u.capabilities.resources is not None
+            and (permitted is None or name in permitted)
         ]
 
     async def read_resource(
