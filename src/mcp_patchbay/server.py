@@ -185,7 +185,11 @@ class Proxy:
         )
         self.supervisor.listeners.append(self._on_catalog_change)
         self.passthrough = Passthrough(
-            self.supervisor, self._serving, self.status_snapshot, lambda: self.view().catalog
+            self.supervisor,
+            self._serving,
+            self.status_snapshot,
+            lambda: self.view().catalog,
+            (lambda: self.view().servers) if access_for is not None else None,
         )
         self.supervisor.ready_listeners.append(self.passthrough.on_upstream_ready)
         self._pending_changes: set[str] = set()
@@ -224,6 +228,9 @@ class Proxy:
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self.passthrough.roots_changed
         )
+        # The SDK checks a 2026-07-28 call's Mcp-Param-* headers against the tool's inputSchema;
+        # without this it runs a whole tools/list through the server for every call.
+        server.get_tool_input_schema = self._input_schema
         # Our observer, then requestState sealed and opened (rounds). Not the SDK's default
         # OpenTelemetry middleware: it costs ~10% per call and exports nothing unless an OTel
         # SDK is configured in this process, which it never is.
@@ -320,6 +327,11 @@ class Proxy:
         if self.channel.shared and self.channel.subscribed(ctx.session, str(params.uri), on=False):
             return types.EmptyResult()
         return await self.passthrough.unsubscribe(ctx, params)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """A listed tool's inputSchema, as the current caller sees it (None: nothing to check)."""
+        target = self.view().catalog.by_exposed.get(name)
+        return None if target is None else target.definition.input_schema
 
     # --- change notifications -------------------------------------------------------------
 

@@ -8,6 +8,12 @@ that translates errors (``errors.translate``) inside that very request's error a
 (``errors.HTTP_STATUS_KEY``): ``HttpStatuses`` ties the status to the request by its
 JSON-RPC id for streamable HTTP; for SSE the response hook answers the request itself
 and lets the POST pass as accepted.
+
+Connections are kept: the SDK's streamable-HTTP client closes a POST's SSE answer as soon
+as the JSON-RPC answer is in, before the body's last chunk is read, and httpcore then
+drops the connection, so every call opened a new one (a TIME-WAIT socket per call).
+``_DrainingTransport`` reads the rest of such a body on close (the server ends it right
+after the answer; ``DRAIN_SECONDS`` at most), so the connection goes back to the pool.
 """
 
 from __future__ import annotations
@@ -28,6 +34,40 @@ from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import request_id_in
 from mcp_patchbay.transports.link import Link
+
+DRAIN_SECONDS = 0.25
+"""How long closing a POST's SSE answer may wait for the rest of its body."""
+
+
+class _DrainOnClose(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncGenerator[bytes]:
+        async for part in self._inner:
+            yield part
+
+    async def aclose(self) -> None:
+        with suppress(httpx2.HTTPError, anyio.ClosedResourceError):
+            with anyio.move_on_after(DRAIN_SECONDS):
+                async for _ in self._inner:
+                    pass
+        await self._inner.aclose()
+
+
+class _DrainingTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport; a POST's SSE answer is read to its end before it is closed."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        stream = response.stream
+        if (
+            request.method == "POST"
+            and response.headers.get("content-type", "").startswith("text/event-stream")
+            and isinstance(stream, httpx2.AsyncByteStream)
+        ):
+            response.stream = _DrainOnClose(stream)
+        return response
 
 
 class HttpStatuses:
@@ -106,7 +146,9 @@ def streamable_http_link(
     statuses = HttpStatuses()  # one per connection: request ids start again with each
     hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
     timeout = httpx2.Timeout(connect_timeout, read=300.0)
-    client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=timeout, event_hooks=hooks, auth=auth)
+    client = httpx2.AsyncClient(
+        headers=dict(spec.headers), timeout=timeout, event_hooks=hooks, auth=auth, transport=_DrainingTransport()
+    )
     return _streams_link(_client_then_transport(client, spec.url), transform=statuses.stamp)
 
 
