@@ -24,7 +24,8 @@ from starlette.types import Receive, Scope, Send
 from mcp_patchbay.config import parse_config
 from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.gateway import auth as auth_module
-from mcp_patchbay.gateway.auth import GatewayAuth, PatchbayToken, build_auth, is_loopback, metadata_urls
+from mcp_patchbay.gateway.auth import GatewayAuth, PatchbayToken, build_auth, metadata_urls
+from mcp_patchbay.gateway.bind import is_loopback
 from tests.jwt_util import Clock, FakeIssuer
 
 pytestmark = pytest.mark.anyio

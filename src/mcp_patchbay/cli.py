@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         usage=(
             "mcp-patchbay [serve|check] [CONFIG] [options]\n       mcp-patchbay login|logout SERVER [CONFIG] [options]"
         ),
-        description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over stdio.",
+        description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over "
+        "stdio (or, with serve --http, over streamable HTTP to many clients).",
         epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG.",
     )
     parser.add_argument(
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
 
         return anyio.run(login if options.command == "login" else logout, config, options.server)
     if options.http is not None:
-        from mcp_patchbay.gateway.app import refusal
+        from mcp_patchbay.gateway.bind import refusal
 
         refused = refusal(config, *options.http)
         if refused is not None:
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             if options.http is not None:
                 from mcp_patchbay.gateway.app import serve_http
 
-                anyio.run(serve_http, config, prespawned, *options.http)
+                anyio.run(serve_http, config, prespawned, *options.http, backend_options=_loop_options())
             else:
                 anyio.run(_serve, config, prespawned)
     finally:
@@ -322,6 +323,16 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def _loop_options() -> dict[str, Any]:
+    """The gateway runs on uvloop where it is installed (not on Windows): the event loop's own
+    cost is a large part of an HTTP request's."""
+    try:
+        import uvloop  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
 
 
 async def _serve(config: Config, prespawned: Prespawned) -> None:

@@ -189,7 +189,7 @@ class SessionChannel:
         """Learn who the client is from its first request (later ones change nothing)."""
         if self.shared:
             if ctx.method == "initialize":
-                _log_client(ctx)
+                _log_client(ctx, _member())
             return
         if self.hello.is_set() or ctx.request_id is None:
             return
@@ -318,14 +318,18 @@ def _quietly(what: str) -> Generator[None]:
         logger.debug("could not forward a %s to a client", what, exc_info=True)
 
 
-def _log_client(ctx: ServerRequestContext[Any, Any]) -> types.InitializeRequestParams | None:
+def _log_client(ctx: ServerRequestContext[Any, Any], member: str | None = None) -> types.InitializeRequestParams | None:
     try:
         init = types.InitializeRequestParams.model_validate(ctx.params or {}, by_name=False)
     except Exception:
         logger.debug("could not read the client's initialize params", exc_info=True)
         return None
     logger.info(
-        "client %s %s connected (protocol %s)", init.client_info.name, init.client_info.version, init.protocol_version
+        "client %s %s connected (protocol %s)%s",
+        init.client_info.name,
+        init.client_info.version,
+        init.protocol_version,
+        f" as {member}" if member else "",
     )
     return init
 

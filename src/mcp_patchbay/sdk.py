@@ -96,6 +96,11 @@ class SessionManager(StreamableHTTPSessionManager):
         """Open 2025-era sessions."""
         return len(self._server_instances)  # pyright: ignore[reportPrivateUsage]
 
+    async def close_sessions(self) -> None:
+        """End every session now (their GET streams end cleanly; later requests get 404)."""
+        for session_id, transport in list(self._server_instances.items()):  # pyright: ignore[reportPrivateUsage]
+            await self._discard_session(session_id, transport)  # pyright: ignore[reportPrivateUsage]
+
 
 def connection_of(session: ServerSession) -> Connection:
     """The connection (one client session) a request's ``ServerSession`` belongs to."""

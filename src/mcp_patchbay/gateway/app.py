@@ -44,7 +44,8 @@ from mcp_patchbay.catalog import Permits
 from mcp_patchbay.config import Config
 from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.gateway.access import AccessPolicy
-from mcp_patchbay.gateway.auth import build_auth, is_loopback
+from mcp_patchbay.gateway.auth import build_auth
+from mcp_patchbay.gateway.bind import is_loopback
 from mcp_patchbay.gateway.events import MemoryEventStore
 from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
 from mcp_patchbay.sdk import SessionManager
@@ -58,23 +59,6 @@ MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
 SHUTDOWN_GRACE = 2
 """Seconds uvicorn gives open connections (GET streams) once draining is over."""
-
-
-def refusal(config: Config, host: str, port: int) -> str | None:
-    """Why the gateway must not start on this address, or None: off loopback, callers sign in."""
-    settings = config.gateway or GatewaySettings()
-    if not is_loopback(host) and not settings.signs_in:
-        return (
-            f"{config.path}: serving on {host}:{port}, beyond this machine, needs a sign-in: set "
-            '"gateway": {"tokens": {...}} or {"oauth": {...}} (see the README, "The HTTP gateway"), '
-            "or bind 127.0.0.1"
-        )
-    if settings.oauth is not None and settings.url is None and not is_loopback(host):
-        return (
-            f"{config.path}: gateway.oauth needs gateway.url, the address clients reach the gateway at "
-            "(tokens are issued for it, and the metadata clients read names it)"
-        )
-    return None
 
 
 def _url_host(host: str) -> str:
@@ -217,6 +201,10 @@ class Gateway:
                 await self._idle.wait()
             if scope.cancelled_caught:
                 logger.warning("drain grace over with %d request(s) still in flight", self.metrics.in_flight)
+        # Sessions end before the listener closes: their GET streams finish instead of being
+        # cut by uvicorn's shutdown timeout (an ERROR and a traceback in the log).
+        with anyio.move_on_after(SHUTDOWN_GRACE):
+            await self.manager.close_sessions()
         if self._server is not None:
             self._server.should_exit = True
 

@@ -1,4 +1,4 @@
-"""Who may connect to the gateway: ``build_auth`` (the sign-in of ``/mcp``) and ``is_loopback``.
+"""Who may connect to the gateway: ``build_auth`` (the sign-in of ``/mcp``).
 
 Every credential is an ``Authorization: Bearer ...`` header, checked by ``GatewayVerifier``
 (the SDK's ``TokenVerifier``) as one of two kinds:
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import time
 import urllib.parse
@@ -59,7 +58,7 @@ from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
 if TYPE_CHECKING:
     import jwt
 
-__all__ = ["GatewayAuth", "GatewayVerifier", "PatchbayToken", "build_auth", "is_loopback"]
+__all__ = ["GatewayAuth", "GatewayVerifier", "PatchbayToken", "build_auth"]
 
 logger = logging.getLogger("mcp_patchbay.gateway")
 
@@ -92,20 +91,6 @@ class PatchbayToken(AccessToken):
     kind: Literal["token", "jwt"]
     identity: str
     """Who, for logs and rules: the static token's name, or the ``oauth.identity_claim``."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine only (127.0.0.0/8, ::1, ``localhost``)."""
-    name = host.strip().removeprefix("[").removesuffix("]")
-    if name.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(name.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
 
 
 def _refused(reason: str, *args: object) -> None:
@@ -337,6 +322,9 @@ class _JwtVerifier:
             )
         except jwt.PyJWTError as exc:
             _refused("%s", exc)
+            return None
+        if claims["exp"] <= time.time():  # within LEEWAY: the SDK refuses it anyway, without a word
+            _refused("it expired %d s ago", int(time.time() - claims["exp"]))
             return None
         identity = claims.get(self._oauth.identity_claim)
         if not isinstance(identity, str | int) or isinstance(identity, bool) or identity == "":
