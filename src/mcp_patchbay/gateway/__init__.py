@@ -7,6 +7,9 @@
   JWKS, Protected Resource Metadata and the ``WWW-Authenticate`` challenge).
 - ``access``: who sees what (servers and tools per token or claim).
 - ``metrics``: what ``/metrics`` reports.
+- ``events``: resumable SSE, the events each 2025-era session's streams sent.
+- ``bind``: where the gateway may listen (loopback, or sign-in required), checked before
+  anything heavy is imported.
 
 Everything behind ``/mcp`` is the same proxy as on stdio (``server.Proxy``): a call
 takes the same path whichever transport brought it.
