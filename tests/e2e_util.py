@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
 FAULT_SERVER = SERVERS / "fault_server.py"
 NODE_MODULES = ROOT / "tests" / "e2e" / "node_modules"
+NODE22 = NODE_MODULES / "node" / "bin" / "node"
+"""Node 22 from npm (tests/e2e/package.json): the conformance suite needs it."""
+CONFORMANCE_SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SECRET = "abc123"
 
 _PATH = re.compile(r"(?:^|[\s'\"(=:])(?:~|[A-Za-z]:)?[/\\](?:[\w.@-]+[/\\])+[\w.@-]*")

@@ -178,8 +178,8 @@ class GatedUpstreams(MemoryUpstreams):
 
 
 @asynccontextmanager
-async def running_proxy(config: Config, upstreams: MemoryUpstreams) -> AsyncIterator[Proxy]:
-    proxy = Proxy(config, connector=upstreams)
+async def running_proxy(config: Config, upstreams: MemoryUpstreams, **proxy_options: Any) -> AsyncIterator[Proxy]:
+    proxy = Proxy(config, connector=upstreams, **proxy_options)
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             await tg.start(proxy.run)

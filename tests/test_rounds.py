@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -31,6 +31,7 @@ from tests.harness import (
     make_server,
     proxy_transport,
     result_text,
+    running_proxy,
     text,
 )
 
@@ -91,16 +92,8 @@ def _config() -> Config:
     return config_from({"ask": {"command": "x"}}, {"watch": False})
 
 
-@asynccontextmanager
-async def proxy_for(asker: Asker, *, shared: bool = False) -> AsyncGenerator[Proxy]:
-    proxy = Proxy(_config(), connector=asker.upstreams(), shared=shared)
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            await tg.start(proxy.run)
-            try:
-                yield proxy
-            finally:
-                tg.cancel_scope.cancel()
+def proxy_for(asker: Asker, *, shared: bool = False) -> AbstractAsyncContextManager[Proxy]:
+    return running_proxy(_config(), asker.upstreams(), shared=shared)
 
 
 @asynccontextmanager

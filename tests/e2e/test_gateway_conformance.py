@@ -32,12 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_util import NODE_MODULES, ROOT
+from tests.e2e_util import CONFORMANCE_SUITE, NODE22, ROOT
 
 pytestmark = [pytest.mark.e2e]
 
-NODE22 = NODE_MODULES / "node" / "bin" / "node"
-SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+SUITE = CONFORMANCE_SUITE
 UPSTREAM = ROOT / "scripts" / "bench_gateway_upstream.py"
 START_TIMEOUT = 60.0
 """Our bound on the upstream's start and on the gateway's, until ``/readyz`` answers 200."""

@@ -26,12 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_util import NODE_MODULES, ROOT
+from tests.e2e_util import CONFORMANCE_SUITE, NODE22, ROOT
 
 pytestmark = [pytest.mark.e2e]
 
-NODE22 = NODE_MODULES / "node" / "bin" / "node"
-SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+SUITE = CONFORMANCE_SUITE
 CLIENT = ROOT / "scripts" / "conformance_client.py"
 SUITE_TIMEOUT_MS = 30_000
 """The suite's own bound on the client (its default); the client bounds itself at 25 s."""
