@@ -20,6 +20,7 @@ where errors become results must stay the only one.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -125,8 +126,14 @@ class View:
 
     catalog: Catalog
     exposure: Exposure
-    servers: dict[str, str | None]
     access: Permits | None
+    servers_now: Callable[[], dict[str, str | None]]
+
+    @functools.cached_property
+    def servers(self) -> dict[str, str | None]:
+        """Every server it may use, in config order, to its instructions (asked for only by
+        listings and searches: a call need not build it)."""
+        return self.servers_now()
 
 
 @dataclass(eq=False)
@@ -297,9 +304,8 @@ class Proxy:
         if access is True:
             access = self._access_for() if self._access_for is not None else None
         catalog = self.supervisor.catalog
-        servers = described_servers(self.supervisor.upstreams)
         if access is None or access is False or getattr(access, "everything", False):
-            return View(catalog, self.exposure, servers, None)
+            return View(catalog, self.exposure, None, self._servers)
         if self._views_of is not catalog:  # the catalog object itself is kept: an id() could be reused
             self._views.clear()
             self._views_of = catalog
@@ -309,9 +315,16 @@ class Proxy:
         exposure = self._exposures.get(access)
         if exposure is None:
             exposure = self._exposures[access] = Exposure(self.settings)
-        permitted = {name: text for name, text in servers.items() if access.permits_server(name)}
-        view = self._views[access] = View(restricted(catalog, access), exposure, permitted, access)
+        permitted = access  # bound for the closure below (pyright: narrowed to Permits here)
+
+        def servers() -> dict[str, str | None]:
+            return {name: text for name, text in self._servers().items() if permitted.permits_server(name)}
+
+        view = self._views[access] = View(restricted(catalog, access), exposure, access, servers)
         return view
+
+    def _servers(self) -> dict[str, str | None]:
+        return described_servers(self.supervisor.upstreams)
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
