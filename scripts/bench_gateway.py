@@ -474,7 +474,7 @@ def main() -> None:
         "--variant",
         action="append",
         default=[],
-        choices=["drain", "raw-upstream", "fast-lane", "fast", "input-schema"],
+        choices=["raw-upstream", "fast-lane", "fast"],
         help="also measure the gateway with this change (bench_gateway_variant.py), side by side",
     )
     parser.add_argument(

@@ -1,18 +1,10 @@
 """The gateway with one change, for ``bench_gateway.py --variant NAME``: experiments, not fixes.
 
-    .venv/bin/python scripts/bench_gateway_variant.py --variant drain -- serve --http 127.0.0.1:PORT CONFIG
+    .venv/bin/python scripts/bench_gateway_variant.py --variant fast -- serve --http 127.0.0.1:PORT CONFIG
 
 Applies the change in this process, then runs ``mcp_patchbay.cli.main`` with the arguments after
 ``--``. The source under ``src/`` is not touched: each variant shows what a change there would buy.
 
-- ``drain``: an upstream's SSE answer to a POST is read to its end before the response is closed,
-  so that its connection goes back to httpx2's pool. The SDK's streamable HTTP client closes the
-  response as soon as the JSON-RPC answer has arrived (``_handle_sse_response``: ``is_complete``,
-  then ``response.aclose()``); when the closing chunk of the body has not been read by then,
-  httpcore2 cannot reuse the connection and closes it, so the next call opens a new TCP
-  connection (one per call under load: ``ss -tan`` counts one TIME-WAIT socket per call). Here
-  the client's transport wraps such a response's stream so that ``aclose`` first reads what is
-  left (at most ``DRAIN_SECONDS``).
 - ``raw-upstream``: tools/call to a streamable HTTP upstream takes a raw lane, as stdio upstreams
   do (``rawcalls``, through ``Upstream._raw``): the JSON-RPC request is POSTed with the session's
   headers on a keep-alive httpx2 client of the lane's own, the whole answer read (JSON, or SSE
@@ -24,11 +16,10 @@ Applies the change in this process, then runs ``mcp_patchbay.cli.main`` with the
   ``Proxy.run_tool``, then one ``application/json`` answer. Everything else goes to the SDK as
   before. (Experiment: no Host/Origin check, access rules or sign-in on that path; no progress,
   no requests back to the client.)
-- ``input-schema``: the gateway's ``Server`` gets ``get_tool_input_schema`` (a catalog lookup).
-  Without it the SDK's 2026-07-28 entry runs a whole ``tools/list`` through the server for
-  every ``tools/call`` that has arguments (``_streamable_http_modern._mcp_param_rejection``:
-  ``_tool_input_schema``), to check ``Mcp-Param-*`` headers against the tool's schema.
-- ``fast``: both ``raw-upstream`` and ``fast-lane``, with ``drain`` for the SDK's own requests.
+- ``fast``: both ``raw-upstream`` and ``fast-lane``.
+
+Two earlier variants are built in now: ``drain`` (an HTTP upstream's SSE answer read to its end, so
+its connection is kept: ``transports.http``) and ``input-schema`` (``Proxy._input_schema``).
 """
 
 from __future__ import annotations
@@ -37,57 +28,9 @@ import argparse
 import itertools
 import json
 import types
-from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import httpx2
-
-DRAIN_SECONDS = 0.25
-"""How long closing an SSE answer may wait for the rest of its body (the server ends it right after the answer)."""
-
-
-class _DrainOnClose(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
-        self.inner = inner
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self.inner:
-            yield part
-
-    async def aclose(self) -> None:
-        try:
-            with anyio.move_on_after(DRAIN_SECONDS):
-                async for _ in self.inner:
-                    pass
-        except httpx2.HTTPError:
-            pass
-        await self.inner.aclose()
-
-
-class DrainingTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's own transport, but an SSE answer to a POST is drained before it is closed."""
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await super().handle_async_request(request)
-        if request.method == "POST" and response.headers.get("content-type", "").startswith("text/event-stream"):
-            assert isinstance(response.stream, httpx2.AsyncByteStream)
-            response.stream = _DrainOnClose(response.stream)
-        return response
-
-
-def apply_drain() -> None:
-    from mcp_patchbay.transports import http
-
-    def async_client(*args: Any, **kwargs: Any) -> httpx2.AsyncClient:
-        kwargs.setdefault("transport", DrainingTransport())
-        return httpx2.AsyncClient(*args, **kwargs)
-
-    shim = types.ModuleType("httpx2_with_draining")
-    shim.__dict__.update(vars(http.httpx2))
-    shim.AsyncClient = async_client  # type: ignore[attr-defined]
-    http.httpx2 = shim  # type: ignore[attr-defined]
-
 
 # --- raw-upstream ---------------------------------------------------------------------------------
 
@@ -232,32 +175,11 @@ def apply_fast_lane() -> None:
 
 
 def apply_fast() -> None:
-    apply_drain()
     apply_raw_upstream()
     apply_fast_lane()
 
 
-def apply_input_schema() -> None:
-    from mcp_patchbay.gateway import app
-
-    init = app.Gateway.__init__
-
-    def with_lookup(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        proxy = self.proxy
-
-        def input_schema(name: str) -> Any:
-            tool = proxy.view().catalog.by_exposed.get(name)
-            return None if tool is None else tool.definition.input_schema
-
-        proxy.server.get_tool_input_schema = input_schema
-
-    app.Gateway.__init__ = with_lookup  # type: ignore[method-assign]
-
-
 VARIANTS = {
-    "input-schema": apply_input_schema,
-    "drain": apply_drain,
     "raw-upstream": apply_raw_upstream,
     "fast-lane": apply_fast_lane,
     "fast": apply_fast,

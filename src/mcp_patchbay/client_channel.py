@@ -14,7 +14,8 @@ that server at once, the request cannot be attributed (stdio upstreams of the 20
 do not say which call a request belongs to) and is refused, unless all the calls are one
 member's and all but one of them are suspended on a question already out (a call
 waiting for its answer is likely not asking another; across members a guess is never
-made). A refusal excuses the call's failure from the server's circuit breaker. Upstreams are offered sampling and elicitation (some client may answer), not
+made). A refusal excuses the call's failure from the server's circuit breaker.
+Upstreams are offered sampling and elicitation (some client may answer), not
 roots (a team's gateway has no one client's folders).
 
 A client of the 2026-07-28 protocol has no channel for requests: on stdio as on the
