@@ -6,6 +6,8 @@
 - ``wait_gone``: waits on a pidfd (an event, not a poll) for each process to exit.
 - ``assert_clean_model_text``: what the model is shown is short, and holds no file path,
   traceback or secret.
+- ``conformance_suite_problem``, ``run_suite``, ``suite_checks``, ``bad_checks``: the official
+  conformance suite (node 22), run bounded, and what its checks.json files say.
 - ``proxy_rig``: the proxy in-process (no connector: real processes and sockets) with an SDK
   ``Client`` on it, and a ``LogWaiter`` on its log.
 """
@@ -17,6 +19,8 @@ import logging
 import os
 import re
 import select
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import AsyncGenerator, Iterable
@@ -27,6 +31,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client
 
 from mcp_patchbay.config import Config, parse_config
@@ -41,6 +46,8 @@ NODE_MODULES = ROOT / "tests" / "e2e" / "node_modules"
 NODE22 = NODE_MODULES / "node" / "bin" / "node"
 """Node 22 from npm (tests/e2e/package.json): the conformance suite needs it."""
 CONFORMANCE_SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+"""Colour codes in the suite's output."""
 SECRET = "abc123"
 
 _PATH = re.compile(r"(?:^|[\s'\"(=:])(?:~|[A-Za-z]:)?[/\\](?:[\w.@-]+[/\\])+[\w.@-]*")
@@ -304,3 +311,47 @@ async def proxy_rig(
     finally:
         patchbay_logger.removeHandler(log)
         patchbay_logger.setLevel(previous_level)
+
+
+def conformance_suite_problem() -> str | None:
+    """Why the conformance suite cannot run here (node 22 or the suite missing), or None."""
+    if not NODE22.exists() or not CONFORMANCE_SUITE.exists():
+        return (
+            f"node 22 or the MCP conformance suite is missing ({NODE22}, {CONFORMANCE_SUITE}): run scripts/install "
+            "(it installs both from tests/e2e/package.json; needs npm)"
+        )
+    version = subprocess.run([NODE22, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    if not version.stdout.startswith("v22."):
+        return f"{NODE22} is not node 22 ({version.stdout.strip()!r}): run scripts/install"
+    return None
+
+
+def run_suite(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in its own process group; on timeout kill the whole group, then fail."""
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    ) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate(timeout=10)
+            pytest.fail(f"the conformance suite did not finish within {timeout:.0f}s:\n{ANSI.sub('', output)[-4000:]}")
+        return subprocess.CompletedProcess(command, process.returncode, output)
+
+
+def suite_checks(results: Path) -> list[dict[str, Any]]:
+    """Every check the suite wrote under ``results`` (one checks.json per scenario run)."""
+    found: list[dict[str, Any]] = []
+    for checks in results.rglob("checks.json"):
+        found.extend(json.loads(checks.read_text()))
+    return found
+
+
+def bad_checks(checks: list[dict[str, Any]]) -> list[str]:
+    """The failed and warning checks, a line each."""
+    return [
+        f"{c['status']} {c['id']}: {c.get('errorMessage') or c.get('description')}"
+        for c in checks
+        if c.get("status") in ("FAILURE", "WARNING")
+    ]

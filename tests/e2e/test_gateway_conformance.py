@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +30,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_util import CONFORMANCE_SUITE, NODE22, ROOT
+from tests.e2e_util import (
+    ANSI,
+    CONFORMANCE_SUITE,
+    NODE22,
+    ROOT,
+    bad_checks,
+    conformance_suite_problem,
+    run_suite,
+    suite_checks,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -88,19 +95,12 @@ Left out: ``json-schema-2020-12`` looks its tool up by exact name in ``tools/lis
 proxy can pass it); ``server-sse-polling`` ends in two warnings against the upstream itself (the
 suite sends ``MCP-Protocol-Version: 2025-03-26``, for which the SDK sends no priming event)."""
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
 
 @pytest.fixture(scope="module")
 def node22() -> Path:
-    if not NODE22.exists() or not SUITE.exists():
-        pytest.skip(
-            f"node 22 or the MCP conformance suite is missing ({NODE22}, {SUITE}): run scripts/install "
-            "(it installs both from tests/e2e/package.json; needs npm)"
-        )
-    version = subprocess.run([NODE22, "--version"], capture_output=True, text=True, timeout=30, check=False)
-    if not version.stdout.startswith("v22."):
-        pytest.skip(f"{NODE22} is not node 22 ({version.stdout.strip()!r}): run scripts/install")
+    problem = conformance_suite_problem()
+    if problem is not None:
+        pytest.skip(problem)
     return NODE22
 
 
@@ -175,41 +175,15 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop(upstream)
 
 
-def run_bounded(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in its own process group; on timeout kill the whole group, then fail."""
-    with subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    ) as process:
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate(timeout=10)
-            pytest.fail(f"the conformance suite did not finish within {timeout:.0f}s:\n{ANSI.sub('', output)[-4000:]}")
-        return subprocess.CompletedProcess(command, process.returncode, output)
-
-
-def checks_of(results: Path) -> list[dict[str, object]]:
-    """Every check the suite wrote under ``results`` (one checks.json per scenario run)."""
-    found: list[dict[str, object]] = []
-    for checks in results.rglob("checks.json"):
-        found.extend(json.loads(checks.read_text()))
-    return found
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS + THROUGH_NAMES)
 def test_the_gateway_passes_the_conformance_suites_server_scenario(
     node22: Path, gateway_url: str, scenario: str, tmp_path: Path
 ) -> None:
     command = [str(node22), str(SUITE), "server", "--url", gateway_url, "--scenario", scenario]
-    done = run_bounded([*command, "--output-dir", str(tmp_path)], timeout=RUN_TIMEOUT)
+    done = run_suite([*command, "--output-dir", str(tmp_path)], timeout=RUN_TIMEOUT)
     output = ANSI.sub("", done.stdout)
-    checks = checks_of(tmp_path)
-    bad = [
-        f"{c['status']} {c['id']}: {c.get('errorMessage') or c.get('description')}"
-        for c in checks
-        if c.get("status") in ("FAILURE", "WARNING")
-    ]
+    checks = suite_checks(tmp_path)
+    bad = bad_checks(checks)
     assert done.returncode == 0 and checks and not bad, (
         f"the conformance suite's {scenario} against the gateway (exit {done.returncode}, {len(checks)} checks)\n"
         + "\n".join(bad)

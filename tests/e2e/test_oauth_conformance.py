@@ -15,18 +15,22 @@ acceptance check is worse than a loud one.
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import shlex
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e_util import CONFORMANCE_SUITE, NODE22, ROOT
+from tests.e2e_util import (
+    ANSI,
+    CONFORMANCE_SUITE,
+    NODE22,
+    ROOT,
+    bad_checks,
+    conformance_suite_problem,
+    run_suite,
+    suite_checks,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -65,46 +69,13 @@ SDK_FAILS = {
 """Scenarios the SDK's own OAuthClientProvider fails (scripts/conformance shows it): the proxy signs
 in through that provider, so a failure here is expected, and a pass is welcome."""
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
 
 @pytest.fixture(scope="module")
 def node22() -> Path:
-    if not NODE22.exists() or not SUITE.exists():
-        pytest.fail(
-            f"node 22 or the MCP conformance suite is missing ({NODE22}, {SUITE}): run scripts/install "
-            "(it installs both from tests/e2e/package.json; needs npm)",
-            pytrace=False,
-        )
-    version = subprocess.run([NODE22, "--version"], capture_output=True, text=True, timeout=30, check=False)
-    if not version.stdout.startswith("v22."):
-        pytest.fail(f"{NODE22} is not node 22 ({version.stdout.strip()!r}): run scripts/install", pytrace=False)
+    problem = conformance_suite_problem()
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     return NODE22
-
-
-def run_bounded(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in its own process group; on timeout kill the whole group, then fail."""
-    with subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    ) as process:
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate(timeout=10)
-            pytest.fail(f"the conformance suite did not finish within {timeout:.0f}s:\n{ANSI.sub('', output)[-4000:]}")
-        return subprocess.CompletedProcess(command, process.returncode, output)
-
-
-def failed_checks(results: Path) -> list[str]:
-    """The suite's failed and warning checks, from the checks.json it wrote under ``results``."""
-    lines: list[str] = []
-    for checks in results.rglob("checks.json"):  # under auth/<scenario>-<time>/
-        for check in json.loads(checks.read_text()):
-            if check.get("status") in ("FAILURE", "WARNING"):
-                detail = check.get("errorMessage") or check.get("description")
-                lines.append(f"{check['status']} {check['id']}: {detail}")
-    return lines
 
 
 @pytest.mark.parametrize(
@@ -119,7 +90,7 @@ def test_the_proxy_passes_the_conformance_suites_authorization_scenario(
 ) -> None:
     # The suite splits the command on spaces and hands it to a shell, so quoted paths survive.
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(CLIENT))}"
-    done = run_bounded(
+    done = run_suite(
         [
             str(node22),
             str(SUITE),
@@ -138,6 +109,6 @@ def test_the_proxy_passes_the_conformance_suites_authorization_scenario(
     output, status = ANSI.sub("", done.stdout), done.returncode
     assert status == 0, (
         f"the conformance suite failed {scenario} (exit {status})\n"
-        + "\n".join(failed_checks(tmp_path))
+        + "\n".join(bad_checks(suite_checks(tmp_path)))
         + f"\n--- suite output ---\n{output[-6000:]}"
     )
