@@ -100,6 +100,7 @@ async def test_health_readiness_and_metrics() -> None:
             assert 'patchbay_tool_calls_total{outcome="ok",server="time",tool="now"} 1.0' in metrics
             assert 'outcome="TOOL_NOT_FOUND"' in metrics
             assert 'patchbay_upstream_state{server="time",state="ready"} 1.0' in metrics
+            assert 'patchbay_upstream_state{server="time",state="restarting"} 0.0' in metrics
             assert "patchbay_tool_call_duration_seconds_bucket" in metrics
             gateway.draining = True
             assert (await http.get("/readyz")).status_code == 404

@@ -18,12 +18,16 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from mcp_patchbay.policies import BreakerState
+from mcp_patchbay.upstream import State
+
 if TYPE_CHECKING:
     from mcp_patchbay.server import Proxy
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-UPSTREAM_STATES = ("starting", "ready", "failed", "stopped", "disabled", "needs_sign_in")
-BREAKER_STATES = ("closed", "open", "half_open")
+UPSTREAM_STATES = tuple(state.value for state in State)
+"""Every state an upstream can be in (a state left out here would read as all zeros)."""
+BREAKER_STATES = tuple(state.value for state in BreakerState)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a fast upstream answers in a millisecond or two; slow tools take tens of seconds."""
 
