@@ -205,8 +205,7 @@ class Gateway:
         # cut by uvicorn's shutdown timeout (an ERROR and a traceback in the log).
         with anyio.move_on_after(SHUTDOWN_GRACE):
             await self.manager.close_sessions()
-        if self._server is not None:
-            self._server.should_exit = True
+        self.stop()
 
     def stop(self) -> None:
         """Close the listener and end ``serve`` (at once: no drain)."""
