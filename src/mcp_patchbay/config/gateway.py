@@ -151,6 +151,50 @@ class GatewaySettings(BaseModel, frozen=True):
     json_response: bool = False
     """Answer POSTs with plain JSON instead of an SSE stream (no progress or requests mid-call)."""
 
+    metrics: _Text | None = None
+    """``[HOST:]PORT`` of a listener of its own for ``/metrics`` (``"127.0.0.1:9464"``; in a
+    pod, ``"0.0.0.0:9464"`` for Prometheus to scrape, kept out of the Service). Absent: no
+    metrics. Never served on the clients' listener: it names every server and tool."""
+
+    max_sessions: Annotated[int, Field(ge=1)] = 1000
+    """2025-era sessions open at once on this replica (about 45 KiB each when idle)."""
+
+    max_sessions_per_identity: Annotated[int, Field(ge=1)] = 50
+    """Sessions one identity (a token's name, a JWT's identity, or for an open gateway a client
+    address) may hold at once; more get 429, so one member cannot take every session."""
+
+    max_listen_streams: Annotated[int, Field(ge=1)] = 1000
+    """2026-07-28 ``subscriptions/listen`` streams open at once on this replica."""
+
+    max_listen_streams_per_identity: Annotated[int, Field(ge=1)] = 20
+    """``subscriptions/listen`` streams one identity may hold at once."""
+
+    max_waiting_calls_per_identity: Annotated[int, Field(ge=1)] = 16
+    """2026-07-28 calls of one identity suspended at once, waiting for its answer to an
+    upstream's question (each holds an upstream concurrency slot while it waits)."""
+
+    send_timeout: Annotated[float, Field(gt=0)] = 10.0
+    """Seconds a message to a session may wait for its client to read. A session that reads
+    nothing for this long (a stuck GET stream) is closed: it never delays another session."""
+
+    max_queued_messages: Annotated[int, Field(ge=1)] = 256
+    """Notices (list changes, resource updates, log messages) held for one slow session; past
+    this the session is closed rather than grow without bound."""
+
+    max_header_bytes: Annotated[int, Field(ge=4096)] = 65_536
+    """Longest request line plus headers; more gets 431 before a token is checked. 64 KiB
+    holds any JWT; nginx's default is 32 KiB, Node's 16 KiB."""
+
+    header_timeout: Annotated[float, Field(gt=0)] = 10.0
+    """Seconds a connection gets to send a request's headers, from its first byte."""
+
+    body_timeout: Annotated[float, Field(gt=0)] = 30.0
+    """Seconds a request's body may take to arrive, from the end of its headers."""
+
+    max_connections: Annotated[int, Field(ge=1)] = 2000
+    """Client connections open at once; more are refused with 503 at once (a slow-reading
+    crowd cannot use up the process's file descriptors)."""
+
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:

@@ -376,6 +376,17 @@ class Settings(BaseModel, frozen=True):
     max_result_bytes: Annotated[int, Field(ge=1)] = 1_048_576
     """Results larger than this are truncated."""
 
+    max_message_bytes: Annotated[int, Field(ge=65_536)] = 33_554_432
+    """Longest message (one line on stdio) taken from the client or an upstream: 32 MiB, room
+    for a large file passed as an argument or a resource of some megabytes in base64. A longer
+    one is skipped before it is parsed, costing no more memory than this; the request it
+    carries, or the call it answers, gets an error that says so."""
+
+    max_json_depth: Annotated[int, Field(ge=8, le=500)] = 100
+    """Deepest nesting of arrays and objects taken in a message from the client or an upstream.
+    Real tool arguments and schemas nest a few tens deep; past some hundreds, parsing and
+    schema checks run out of Python's stack. A deeper message is refused like one too long."""
+
     status_tool: bool = False
     """Serve a ``patchbay__status`` tool reporting the state of every server."""
 
