@@ -96,6 +96,12 @@ class SessionManager(StreamableHTTPSessionManager):
         """Open 2025-era sessions."""
         return len(self._server_instances)  # pyright: ignore[reportPrivateUsage]
 
+    async def end_session(self, session_id: str) -> None:
+        """End one session now (its streams close; its id answers 404 from here on)."""
+        transport = self._server_instances.get(session_id)  # pyright: ignore[reportPrivateUsage]
+        if transport is not None:
+            await self._discard_session(session_id, transport)  # pyright: ignore[reportPrivateUsage]
+
     async def close_sessions(self) -> None:
         """End every session now (their GET streams end cleanly; later requests get 404)."""
         for session_id, transport in list(self._server_instances.items()):  # pyright: ignore[reportPrivateUsage]

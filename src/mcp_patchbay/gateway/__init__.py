@@ -6,6 +6,7 @@
 - ``auth``: who may connect (static bearer tokens, JWTs checked against an issuer's
   JWKS, Protected Resource Metadata and the ``WWW-Authenticate`` challenge).
 - ``access``: who sees what (servers and tools per token or claim).
+- ``identity``: who is calling, as one string per member: what quotas count by.
 - ``metrics``: what ``/metrics`` reports.
 - ``events``: resumable SSE, the events each 2025-era session's streams sent.
 - ``bind``: where the gateway may listen (loopback, or sign-in required), checked before
