@@ -7,7 +7,7 @@ string out; the token comes from the SDK's auth context, the address from the re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -42,8 +42,8 @@ def scope_identity(scope: Scope) -> str:
 def request_identity(request: Any | None) -> str:
     """The member behind an MCP request being handled (``ctx.request``: the starlette
     request that carried it, or None off HTTP)."""
-    scope = getattr(request, "scope", None)
-    client = scope.get("client") if isinstance(scope, dict) else None
+    scope: Any = getattr(request, "scope", None)
+    client = cast("dict[str, Any]", scope).get("client") if isinstance(scope, dict) else None
     return identity_of(get_access_token(), client)
 
 
