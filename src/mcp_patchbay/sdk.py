@@ -9,9 +9,9 @@ dispatcher) and nothing else, through two private attributes of ``ClientSession`
 
 On the server side, ``connection_of`` finds the connection behind a request's session
 (``ServerSession`` is made per request; its ``_connection`` is the client's session,
-what the gateway keys per-client state by), and ``SessionManager`` gives each HTTP
-session an event store of its own (the SDK's manager shares one, in which sessions'
-stream ids, their request ids, collide) and says how many sessions are open.
+what the gateway keys per-client state by), and ``SessionManager`` is the SDK's HTTP
+session manager with what a shared gateway needs on top (an event store per session,
+sessions counted and bound per member, aborted bodies read quietly; its docstring).
 
 ``sdk_internals_problem`` says what is missing should the SDK change shape under us;
 ``tests/test_sdk.py`` runs it, so an SDK upgrade that moves them fails the suite loudly
@@ -23,20 +23,29 @@ back to the public ``send_request``.
 from __future__ import annotations
 
 import inspect
+import logging
+from collections import Counter, deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, cast
 
 import mcp_types as types
 from mcp.client.session import ClientSession
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
-from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
+from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
 from mcp_patchbay.deadlines import ProgressFn
+
+logger = logging.getLogger("mcp_patchbay.gateway")
 
 
 def sdk_internals_problem(session: ClientSession) -> str | None:
@@ -77,35 +86,175 @@ async def send_raw(
 
 
 class SessionManager(StreamableHTTPSessionManager):
-    """The SDK's streamable HTTP session manager, one event store per session."""
+    """The SDK's streamable HTTP session manager, with what a shared gateway needs on top.
+
+    - One event store per session (the SDK's manager shares one, in which sessions'
+      stream ids, their request ids, collide).
+    - Sessions per member: ``member`` says who makes a request (``gateway.identity``); one
+      member holds at most ``max_sessions_per_member`` sessions (429 past it, while the
+      others still connect), counted where sessions are admitted and counted down in the
+      one place every session ends, however it ends (DELETE, idle timeout, a crash, the
+      opening request failing, ``end_session``).
+    - A session opened with a credential answers only that member: another member's
+      request for it gets the 404 of an unknown session (the SDK compares the token's
+      client, issuer and subject only, so two JWTs without ``sub`` and with one ``azp``
+      shared sessions).
+    - A client that goes away while sending a body is one DEBUG line (the SDK logged it
+      at ERROR with a traceback, and passed the error into the session).
+    """
 
     def __init__(
-        self, app: Server[Any], *, event_stores: Callable[[], EventStore] | None = None, **kwargs: Any
+        self,
+        app: Server[Any],
+        *,
+        event_stores: Callable[[], EventStore] | None = None,
+        member: Callable[[Scope], str] | None = None,
+        max_sessions_per_member: int | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(app, **kwargs)
         self._event_stores = event_stores
+        self._member = member
+        self._max_per_member = max_sessions_per_member
+        self._members: dict[str, str] = {}
+        """Session id -> the member that opened it."""
+        self._held: Counter[str] = Counter()
+        """Member -> sessions it holds."""
+
+    async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "POST":
+            replay = await self._read_body(scope, receive)
+            if replay is None:
+                return
+            receive = replay
+        await super().handle_request(scope, receive, send)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
+        """The request's body read up front (up to the size limit; past it the SDK answers
+        413): a receive that replays it, or None when the client went away mid-body."""
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_request_body_size:
+            return receive  # the SDK answers 413 without reading
+        messages: deque[Message] = deque()
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                logger.debug("client %s went away mid-request (%d bytes of its body read)", _client(scope), size)
+                return None
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if not message.get("more_body", False) or size > self.max_request_body_size:
+                break
+
+        async def replay() -> Message:
+            return messages.popleft() if messages else await receive()
+
+        return replay
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        member = self._member(scope) if self._member is not None else None
+        session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        if (
+            member is not None
+            and session_id is not None
+            and isinstance(scope.get("user"), AuthenticatedUser)
+            and self._members.get(session_id, member) != member
+        ):
+            logger.warning("Rejecting request for session %s: another member opened it", session_id[:64])
+            await _error(404, INVALID_REQUEST, "Session not found")(scope, receive, send)
+            return
+        admitting = _admitting.set(member)
+        try:
+            await super()._handle_stateful_request(scope, receive, send)
+        except _OverQuota as over:
+            logger.warning(
+                "Refusing a new session to %s: it holds %d sessions (gateway.max_sessions_per_identity)",
+                over.member,
+                over.held,
+            )
+            message = (
+                f"Too many open sessions for your credential ({over.held}, the limit): end the sessions you no "
+                "longer use (DELETE with their Mcp-Session-Id, or close those clients), then connect again"
+            )
+            await _error(429, INVALID_REQUEST, message, {"Retry-After": str(QUOTA_RETRY_AFTER)})(scope, receive, send)
+        finally:
+            _admitting.reset(admitting)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        member = _admitting.get()
+        if member is not None and self._max_per_member is not None and self._held[member] >= self._max_per_member:
+            raise _OverQuota(member, self._held[member])
         transport = super()._admit_session(requestor)
-        if transport is not None and self._event_stores is not None:
+        if transport is None:
+            return None
+        if self._event_stores is not None:
             transport._event_store = self._event_stores()  # pyright: ignore[reportPrivateUsage]
+        session_id = transport.mcp_session_id
+        if member is not None and session_id is not None:
+            self._members[session_id] = member
+            self._held[member] += 1
         return transport
+
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        member = self._members.pop(session_id, None)  # before any await: counted down once
+        if member is not None:
+            self._held[member] -= 1
+            if self._held[member] <= 0:
+                del self._held[member]
+        await super()._discard_session(session_id, transport)
 
     @property
     def sessions(self) -> int:
         """Open 2025-era sessions."""
         return len(self._server_instances)  # pyright: ignore[reportPrivateUsage]
 
+    def sessions_of(self, member: str) -> int:
+        """Sessions ``member`` holds."""
+        return self._held[member]
+
     async def end_session(self, session_id: str) -> None:
         """End one session now (its streams close; its id answers 404 from here on)."""
         transport = self._server_instances.get(session_id)  # pyright: ignore[reportPrivateUsage]
         if transport is not None:
-            await self._discard_session(session_id, transport)  # pyright: ignore[reportPrivateUsage]
+            await self._discard_session(session_id, transport)
 
     async def close_sessions(self) -> None:
         """End every session now (their GET streams end cleanly; later requests get 404)."""
         for session_id, transport in list(self._server_instances.items()):  # pyright: ignore[reportPrivateUsage]
-            await self._discard_session(session_id, transport)  # pyright: ignore[reportPrivateUsage]
+            await self._discard_session(session_id, transport)
+
+
+QUOTA_RETRY_AFTER = 30
+"""Seconds a member over its session quota is told to wait (``Retry-After``): long enough
+not to hammer, short enough for a client that has just closed a session."""
+
+_admitting: ContextVar[str | None] = ContextVar("patchbay_admitting", default=None)
+"""The member whose request may open a session (the SDK's ``_admit_session`` sees only the
+credential's client, issuer and subject)."""
+
+
+class _OverQuota(Exception):
+    def __init__(self, member: str, held: int) -> None:
+        super().__init__(member)
+        self.member = member
+        self.held = held
+
+
+def _error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A JSON-RPC error body without an id, as the SDK's manager answers."""
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=status,
+        headers=headers,
+        media_type="application/json",
+    )
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if isinstance(client, tuple | list) and len(client) == 2 else "?"  # pyright: ignore[reportUnknownArgumentType]
 
 
 def connection_of(session: ServerSession) -> Connection:

@@ -47,6 +47,7 @@ from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.bind import is_loopback
 from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.identity import scope_identity
 from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
 from mcp_patchbay.sdk import SessionManager
 from mcp_patchbay.server import Proxy
@@ -126,6 +127,9 @@ class Gateway:
             json_response=self.settings.json_response,
             security_settings=security_settings(self.settings, host, port),
             session_idle_timeout=self.settings.session_idle_timeout,
+            max_sessions=self.settings.max_sessions,
+            member=scope_identity,
+            max_sessions_per_member=self.settings.max_sessions_per_identity,
         )
         self.ready = False
         self.draining = False

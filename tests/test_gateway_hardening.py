@@ -1,0 +1,161 @@
+"""The gateway's HTTP edge against a hostile or careless client (issue 20): sessions per
+member, a session bound to the member that opened it, header size, slow headers and
+bodies, connections at once, metrics on a listener of their own, clients that go away
+mid-body. A real uvicorn on a loopback port (``tests.test_gateway.running``), raw sockets
+where the bug lives below HTTP."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_patchbay.gateway import app as app_module
+from mcp_patchbay.gateway.auth import build_auth
+from tests.jwt_util import FakeIssuer
+from tests.test_gateway import ALICE, BOB, client, gateway_config, result_text, running, upstreams
+
+pytestmark = pytest.mark.anyio
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+async def open_session(http: httpx2.AsyncClient, token: str) -> httpx2.Response:
+    """An ``initialize`` POST (its SSE answer read whole)."""
+    return await http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"})
+
+
+# --- sessions per member ------------------------------------------------------------------------
+
+
+async def test_one_token_cannot_take_every_session_and_others_still_connect() -> None:
+    config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "max_sessions_per_identity": 2})
+    async with running(config, upstreams()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            opened = [await open_session(http, ALICE) for _ in range(2)]
+            assert [r.status_code for r in opened] == [200, 200]
+            refused = await open_session(http, ALICE)
+            assert refused.status_code == 429
+            assert int(refused.headers["retry-after"]) > 0
+            error = refused.json()["error"]
+            assert "Too many open sessions" in error["message"] and "DELETE" in error["message"]
+            assert len(error["message"]) < 500
+            assert gateway.manager.sessions_of("token:alice") == 2
+
+            async with client(base, token=BOB) as bob:  # another member still connects and calls
+                assert result_text(await bob.call_tool("time__now", {})) == "12:00"
+
+            # Once alice ends a session (DELETE), she may open one again.
+            session_id = opened[0].headers["mcp-session-id"]
+            ended = await http.delete(
+                "/mcp",
+                headers={
+                    "authorization": f"Bearer {ALICE}",
+                    "mcp-session-id": session_id,
+                    "mcp-protocol-version": "2025-11-25",
+                },
+            )
+            assert ended.status_code == 200
+            assert gateway.manager.sessions_of("token:alice") == 1
+            assert (await open_session(http, ALICE)).status_code == 200
+
+            # A session ended by the proxy counts down too.
+            await gateway.manager.end_session(opened[1].headers["mcp-session-id"])
+            assert gateway.manager.sessions_of("token:alice") == 1
+
+
+async def test_sessions_that_go_idle_are_counted_down() -> None:
+    config = gateway_config({"tokens": {"alice": ALICE}, "max_sessions_per_identity": 1, "session_idle_timeout": 0.2})
+    async with running(config, upstreams()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            assert (await open_session(http, ALICE)).status_code == 200
+            assert (await open_session(http, ALICE)).status_code == 429
+            with anyio.fail_after(5):
+                while gateway.manager.sessions_of("token:alice"):  # the idle timeout ends it
+                    await anyio.sleep(0.02)
+            assert (await open_session(http, ALICE)).status_code == 200
+
+
+# --- a session belongs to the member that opened it -----------------------------------------------
+
+
+async def test_a_jwt_session_is_bound_to_the_identity_claim_not_only_client_and_subject(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    issuer = FakeIssuer()
+    issuer.add_key("rsa-1", "rsa")
+    monkeypatch.setattr(app_module, "build_auth", functools.partial(build_auth, transport=issuer.transport))
+    oauth = {
+        "issuer": issuer.issuer,
+        "jwks_url": issuer.jwks_url,
+        "audience": issuer.audience,
+        "identity_claim": "email",
+    }
+    config = gateway_config({"oauth": oauth})
+    # Same client (azp), same issuer, no sub: only the identity claim tells them apart.
+    carol = issuer.mint(sub=None, azp="shared-app", email="carol@example.com")
+    dave = issuer.mint(sub=None, azp="shared-app", email="dave@example.com")
+    async with running(config, upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            opened = await open_session(http, carol)
+            assert opened.status_code == 200
+            session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            stolen = await http.post(
+                "/mcp", json=ping, headers={**MCP_HEADERS, **session, "authorization": f"Bearer {dave}"}
+            )
+            unknown = await http.post(
+                "/mcp",
+                json=ping,
+                headers={**MCP_HEADERS, **session, "mcp-session-id": "0" * 32, "authorization": f"Bearer {dave}"},
+            )
+            assert stolen.status_code == 404
+            assert (stolen.status_code, stolen.json()) == (unknown.status_code, unknown.json())
+            own = await http.post(
+                "/mcp", json=ping, headers={**MCP_HEADERS, **session, "authorization": f"Bearer {carol}"}
+            )
+            assert own.status_code == 200
+
+
+# --- a client that goes away mid-body --------------------------------------------------------------
+
+
+async def test_clients_that_abort_their_bodies_log_no_error_and_no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    body = json.dumps(INITIALIZE).encode()
+    async with running(gateway_config(), upstreams()) as (_, base):
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        for _ in range(20):
+            stream = await anyio.connect_tcp(host, int(port))
+            head = (
+                f"POST /mcp HTTP/1.1\r\nhost: {host}:{port}\r\naccept: application/json, text/event-stream\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+            )
+            await stream.send(head.encode() + body[:20])
+            await stream.aclose()
+
+        def told() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if "went away mid-request" in r.getMessage() or _is_error(r)]
+
+        with anyio.fail_after(10):
+            while len(told()) < 20:  # each aborted request, logged one way or the other
+                await anyio.sleep(0.01)
+        async with client(base) as c:
+            assert result_text(await c.call_tool("time__now", {})) == "12:00"
+    errors = [r for r in caplog.records if _is_error(r)]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert sum("went away mid-request" in r.getMessage() for r in caplog.records) == 20
+
+
+def _is_error(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR or record.exc_info is not None
