@@ -207,3 +207,97 @@ def test_shutdown_signals_every_group_once() -> None:
         stdio.shutdown()
         stdio.shutdown()
     assert terminate.call_count == 1
+
+
+# --- the reaper threads and the watchdog's pipe ----------------------------------------------------
+
+
+@pytest.fixture
+def watchdog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A watchdog of the test's own (the module's one stays untouched), closed at the end."""
+    from mcp_patchbay import spawn
+
+    own = spawn._Watchdog()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(spawn, "_WATCHDOG", own)
+    yield own
+    own.close()
+
+
+@pytest.fixture
+def group() -> Iterator[subprocess.Popen[bytes]]:
+    """A sleeper leading its own process group, not reaped before the test ends (so its
+    number is never someone else's while a watchdog may signal it)."""
+    process = subprocess.Popen(SLEEPER, start_new_session=True)
+    yield process
+    process.kill()
+    process.wait(10)
+
+
+def test_a_reaper_untracking_as_the_proxy_exits_never_writes_to_a_closed_pipe(
+    watchdog: Any, group: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: an invalid config with several stdio entries started early printed, now and
+    then, a traceback from a ``patchbay-reap`` thread (``OSError: [Errno 9] Bad file
+    descriptor``): ``discard`` starts a reaper per process, the CLI returns, and the exit's
+    ``_Watchdog.close`` closed the pipe while a reaper was writing its ``-PGID`` line to it.
+    Here the reaper is held inside its write while the exit closes the watchdog."""
+    import os
+    import threading
+
+    from mcp_patchbay import spawn
+
+    spawn.track(group.pid)
+    first = watchdog.process
+    pipe = watchdog.fd
+    assert first is not None and pipe is not None
+    real_write, real_close = os.write, os.close
+    writing, pipe_closed = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def held_write(fd: int, data: bytes) -> int:
+        if threading.current_thread().name == "patchbay-reap" and fd == pipe:
+            writing.set()
+            pipe_closed.wait(1.0)  # the exit closes the pipe now, unless it has to wait for this write
+        return real_write(fd, data)
+
+    def noted_close(fd: int) -> None:
+        real_close(fd)
+        if fd == pipe:
+            pipe_closed.set()
+
+    def reaper() -> None:
+        try:
+            spawn.untrack(group.pid)
+        except BaseException as exc:  # what would have been the thread's traceback
+            failures.append(exc)
+
+    monkeypatch.setattr(spawn.os, "write", held_write)
+    monkeypatch.setattr(spawn.os, "close", noted_close)
+    reaping = threading.Thread(target=reaper, name="patchbay-reap", daemon=True)
+    reaping.start()
+    assert writing.wait(10)
+    exiting = threading.Thread(target=watchdog.close, name="atexit", daemon=True)
+    exiting.start()
+    reaping.join(10)
+    exiting.join(10)
+    assert not reaping.is_alive() and not exiting.is_alive()
+    assert failures == []
+    assert pipe_closed.is_set() and watchdog.fd is None
+    assert watchdog.process is first, "a watchdog was started again at exit"
+    assert spawn.tracked() == frozenset()
+
+
+def test_a_reaper_finishing_after_the_exit_closed_the_watchdog_starts_no_new_one(
+    watchdog: Any, group: subprocess.Popen[bytes]
+) -> None:
+    """The same race, its other order: the reaper's untrack after the exit's close found no pipe
+    and started a second watchdog (a process spawned while the interpreter exits)."""
+    from mcp_patchbay import spawn
+
+    spawn.track(group.pid)
+    first = watchdog.process
+    assert first is not None
+    watchdog.close()
+    spawn.untrack(group.pid)
+    assert watchdog.process is first and watchdog.fd is None
+    assert spawn.tracked() == frozenset()

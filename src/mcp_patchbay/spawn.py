@@ -120,7 +120,13 @@ for p in $g; do kill -s KILL -- -"$p" 2>/dev/null; done
 
 
 class _Watchdog:
-    """The proxy's side of the watchdog: the groups it answers for, and the pipe to the watchdog."""
+    """The proxy's side of the watchdog: the groups it answers for, and the pipe to the watchdog.
+
+    Reaper threads (``discard``) untrack groups while the main thread tracks others and, at
+    exit, closes the pipe: one lock orders every use of the pipe, so no thread writes to a
+    descriptor another has closed (or whose number a new file has taken), and once closed
+    nothing starts a watchdog again.
+    """
 
     def __init__(self) -> None:
         self.tracked: set[int] = set()
@@ -128,33 +134,52 @@ class _Watchdog:
         self.fd: int | None = None
         self.held = False
         """While a batch of upstreams starts, a watchdog not yet running waits (it is told everything after)."""
+        self.closed = False
+        """Closed at exit: the watchdog has its last word (EOF), and no change is told any more."""
+        self.lock = threading.RLock()
 
     @contextmanager
     def batch(self) -> Generator[None]:
         """Start several upstreams, then the watchdog: its own start delays none of them."""
-        held, self.held = self.held, True
+        with self.lock:
+            held, self.held = self.held, True
         try:
             yield
         finally:
-            self.held = held
-            if not held and self.fd is None and self.tracked:
-                self.tell("")
+            with self.lock:
+                self.held = held
+                if not held and self.fd is None and self.tracked:
+                    self.tell("")
+
+    def add(self, pid: int) -> None:
+        with self.lock:
+            self.tracked.add(pid)
+            self.tell(f"+{pid}\n")
+
+    def remove(self, pid: int) -> None:
+        with self.lock:
+            if pid in self.tracked:
+                self.tracked.discard(pid)
+                self.tell(f"-{pid}\n")
 
     def tell(self, line: str) -> None:
         if sys.platform == "win32":
             return
-        if self.fd is None and self.held:
-            return  # started (and told everything tracked) when the batch ends
-        if self.fd is None or (self.process is not None and self.process.poll() is not None):
-            if not self._start():
-                return
-            line = "".join(f"+{pid}\n" for pid in sorted(self.tracked))  # tracked already holds this change
-        assert self.fd is not None
-        try:
-            os.write(self.fd, line.encode())
-        except OSError:  # it died; the next change starts another with everything tracked
-            os.close(self.fd)
-            self.fd = None
+        with self.lock:
+            if self.closed:
+                return  # the proxy is exiting: the watchdog stops whatever is still running
+            if self.fd is None and self.held:
+                return  # started (and told everything tracked) when the batch ends
+            if self.fd is None or (self.process is not None and self.process.poll() is not None):
+                if not self._start():
+                    return
+                line = "".join(f"+{pid}\n" for pid in sorted(self.tracked))  # tracked already holds this change
+            assert self.fd is not None
+            try:
+                os.write(self.fd, line.encode())
+            except OSError:  # it died; the next change starts another with everything tracked
+                os.close(self.fd)
+                self.fd = None
 
     def _start(self) -> bool:
         if self.fd is not None:
@@ -181,12 +206,15 @@ class _Watchdog:
 
     def close(self) -> None:
         """At a normal exit: the watchdog stops what is still tracked (normally nothing) and ends."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-        if self.process is not None:
+        with self.lock:  # after any write in progress (a reaper's), and no other after it
+            self.closed = True
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+            process = self.process
+        if process is not None:
             with suppress(subprocess.TimeoutExpired):
-                self.process.wait(WATCHDOG_GRACE + 0.5)
+                process.wait(WATCHDOG_GRACE + 0.5)
 
 
 _WATCHDOG = _Watchdog()
@@ -194,20 +222,18 @@ _WATCHDOG = _Watchdog()
 
 def track(pid: int) -> None:
     """The group ``pid`` leads is the proxy's until ``untrack``: the watchdog stops it if the proxy dies."""
-    _WATCHDOG.tracked.add(pid)
-    _WATCHDOG.tell(f"+{pid}\n")
+    _WATCHDOG.add(pid)
 
 
 def untrack(pid: int) -> None:
     """The group is stopped (or was never started); the watchdog forgets it."""
-    if pid in _WATCHDOG.tracked:
-        _WATCHDOG.tracked.discard(pid)
-        _WATCHDOG.tell(f"-{pid}\n")
+    _WATCHDOG.remove(pid)
 
 
 def tracked() -> frozenset[int]:
     """The process groups the proxy still answers for."""
-    return frozenset(_WATCHDOG.tracked)
+    with _WATCHDOG.lock:
+        return frozenset(_WATCHDOG.tracked)
 
 
 def watchdog_pid() -> int | None:
@@ -218,7 +244,7 @@ def terminate_all() -> None:
     """SIGTERM to every tracked group, now: the first step of the proxy's own shutdown."""
     if sys.platform == "win32":
         return
-    for pid in list(_WATCHDOG.tracked):
+    for pid in tracked():
         try:
             os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
