@@ -339,6 +339,7 @@ async def _serve(config: Config, prespawned: Prespawned) -> None:
     import anyio
 
     from mcp_patchbay.client_wire import stdio_streams
+    from mcp_patchbay.jsonrpc import Bounds
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.transports.stdio import shutdown
     from mcp_patchbay.watch import reload_on_sighup, watch_config
@@ -350,7 +351,7 @@ async def _serve(config: Config, prespawned: Prespawned) -> None:
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
-        async with stdio_streams(proxy.lane.offer) as (read_stream, write_stream, wire):
+        async with stdio_streams(proxy.lane.offer, Bounds.of(config.settings)) as (read_stream, write_stream, wire):
             # Whatever ends the client's session ends the proxy: the upstreams get the quick
             # stop (shutdown), not a restart's.
             await proxy.serve(read_stream, write_stream, wire, before_stop=shutdown)

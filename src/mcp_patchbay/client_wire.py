@@ -14,6 +14,14 @@ as JSON values, to ``Wire.intercept`` (the proxy's ``lane.CallLane``), and what 
 never reaches the SDK; ``Wire.send`` writes JSON values back. Over our own pipes both are
 plain ``json`` on the line; ``message_wire`` gives SessionMessage streams (memory
 streams in tests, the SDK's threaded transport) the same face.
+
+Every line read from our pipe is bounded before it is parsed (``jsonrpc.Bounds``): a
+line longer than ``patchbay.max_message_bytes`` is skipped as it streams in, one nested
+deeper than ``max_json_depth`` is refused before ``json`` (or pydantic, the lane,
+jsonschema) recurses on it, and both are answered with -32600 by the id read from the
+line's ends (``jsonrpc.peek_envelope``); the session goes on. A batch, or a request whose
+id is not a string or an integer, is answered -32600 too (the SDK's models would take the
+latter for a notification, leaving the client waiting).
 """
 
 from __future__ import annotations
@@ -32,19 +40,34 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from mcp_patchbay.jsonrpc import NOT_JSON, answer_to_invalid, encode
+from mcp_patchbay.jsonrpc import (
+    NOT_JSON,
+    Bounds,
+    Envelope,
+    LineSplitter,
+    Overlong,
+    answer_to_invalid,
+    deeper_than,
+    encode,
+    error_line,
+    peek_envelope,
+    refusal,
+)
 
 logger = logging.getLogger("mcp_patchbay.client_wire")
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
-LINE_LIMIT = 256 * 1024 * 1024
-"""The longest line accepted from the client (a request with a large argument)."""
+READ_CHUNK = 65536
+PEEK_WINDOW = 8192
+"""How much of each end of a refused line is searched for its id."""
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-Intercept = Callable[[dict[str, Any]], bool]
+Intercept = Callable[[dict[str, Any]], "bool | dict[str, Any]"]
+"""Takes a message (True), answers it at once (returns the answer, written by the wire;
+the SDK never sees the message), or leaves it to the SDK (False)."""
 
 
 class Wire:
@@ -55,13 +78,17 @@ class Wire:
         """Write one message (a JSON-RPC object) to the client."""
         self.intercept = intercept
         """Offered every message read, from the very first (the handshake matters to it);
-        what it takes (returns True for) the SDK never sees."""
+        what it takes (returns True or an answer for) the SDK never sees."""
 
 
 @asynccontextmanager
-async def stdio_streams(intercept: Intercept) -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire], None]:
+async def stdio_streams(
+    intercept: Intercept, bounds: Bounds | None = None
+) -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire], None]:
     """Yield (read, write) message streams over this process's stdin and stdout, and the
-    ``Wire`` beside them, whose ``intercept`` is offered every message first."""
+    ``Wire`` beside them, whose ``intercept`` is offered every message first; ``bounds``
+    (the settings' ``max_message_bytes`` and ``max_json_depth``) limit every line read."""
+    bounds = bounds or Bounds()
     pipes = await _open_pipes() if sys.platform != "win32" else None
     if pipes is None:
         from mcp.server.stdio import stdio_server
@@ -79,31 +106,61 @@ async def stdio_streams(intercept: Intercept) -> AsyncGenerator[tuple[ReadStream
 
     wire = Wire(send, intercept)
 
+    async def refuse(envelope: Envelope, why: str) -> None:
+        text = f"Invalid request: the message was refused: {why}."
+        logger.warning("client sent a message the proxy refuses (id %r): %s", envelope.request_id, why)
+        if envelope.is_answer and envelope.request_id is not None:
+            # The client's answer to a request of ours (sampling, elicitation, roots): that
+            # request fails with the reason, instead of waiting for its timeout.
+            error = types.ErrorData(code=types.INVALID_REQUEST, message=text)
+            await read_writer.send(
+                SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=envelope.request_id, error=error))
+            )
+        else:
+            writer.write(error_line(envelope.request_id, types.INVALID_REQUEST, text))
+
+    async def take_line(line: bytes | Overlong) -> None:
+        if isinstance(line, Overlong):
+            await refuse(peek_envelope(line.head, line.tail), bounds.too_long(line.size))
+            return
+        if not line.strip():
+            return
+        if deeper_than(line, bounds.max_depth):
+            await refuse(peek_envelope(line[:PEEK_WINDOW], line[-PEEK_WINDOW:]), bounds.too_deep())
+            return
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: the last line of defence
+            value = NOT_JSON
+        refused = None if value is NOT_JSON else refusal(value)
+        if refused is not None:
+            logger.warning("client sent a batch or a request with a malformed id: %.200r", line)
+            writer.write(refused)
+            return
+        if isinstance(value, dict):
+            taken = wire.intercept(cast("dict[str, Any]", value))
+            if isinstance(taken, dict):
+                await send(taken)
+                return
+            if taken:
+                return
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+        except (ValueError, RecursionError):
+            logger.warning("client sent a line that is not a JSON-RPC message: %.200r", line)
+            writer.write(answer_to_invalid(value))
+            return
+        await read_writer.send(SessionMessage(message))
+
     async def read_stdin() -> None:
+        splitter = LineSplitter(bounds.max_bytes, PEEK_WINDOW)
         async with read_writer:
             while True:
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError) as exc:  # a line over LINE_LIMIT
-                    await read_writer.send(exc)
-                    continue
-                if not line:
+                chunk = await reader.read(READ_CHUNK)
+                if not chunk:
                     return  # EOF: the client went away
-                if not line.strip():
-                    continue
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    value = NOT_JSON
-                if isinstance(value, dict) and wire.intercept(cast("dict[str, Any]", value)):
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-                except ValueError:
-                    logger.warning("client sent a line that is not a JSON-RPC message: %.200r", line)
-                    writer.write(answer_to_invalid(value))
-                    continue
-                await read_writer.send(SessionMessage(message))
+                for line in splitter.feed(chunk):
+                    await take_line(line)
 
     async def write_stdout() -> None:
         async with write_reader:
@@ -143,7 +200,11 @@ async def message_wire(read: Any, write: Any, intercept: Intercept) -> AsyncGene
             async for item in read:
                 if isinstance(item, SessionMessage):
                     value = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                    if wire.intercept(value):
+                    taken = wire.intercept(value)
+                    if isinstance(taken, dict):
+                        await send(taken)
+                        continue
+                    if taken:
                         continue
                 await forward.send(item)
 
@@ -165,17 +226,27 @@ async def _open_pipes() -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Any
     except OSError:
         return None
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    reader = asyncio.StreamReader()  # read in chunks (READ_CHUNK): its limit only paces the pipe
     stdin_file = os.fdopen(wire_in, "rb", buffering=0)
     stdout_file = os.fdopen(wire_out, "wb", buffering=0)
+    opened: list[asyncio.BaseTransport] = []
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin_file)
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout_file)
+        opened.append(transport)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin_file)
+        opened.append(read_transport)
     except (ValueError, OSError) as exc:  # a regular file, say: not a pipe, socket or terminal
         logger.debug("stdin/stdout are not pipes (%s); using the SDK's threaded stdio transport", exc)
+        for opened_transport in opened:
+            opened_transport.close()
         for file in (stdin_file, stdout_file):
             with suppress(Exception):
                 file.close()
+        # The pipe that did connect was made non-blocking, and fds 0 and 1 share that flag with
+        # their duplicates: the SDK's threaded reads and writes need them blocking again.
+        for fd in (0, 1):
+            with suppress(OSError):
+                os.set_blocking(fd, True)
         return None
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     saved_in, saved_out = os.dup(0), os.dup(1)
