@@ -11,11 +11,16 @@ its bytes): servers in config order, each server's items by name (resources by U
 Resource URIs are kept unchanged (tool results refer to them); when two servers
 offer the same URI, the server listed first in the config wins, so a URI's meaning
 never changes when a late upstream arrives.
+
+An upstream that lists a tool name twice keeps its first definition; that is logged, once
+per listing (the one side effect here: the same listing is built into every catalog until
+the server lists again, so it is told only when a new listing arrives).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +31,15 @@ import mcp_types as types
 from mcp_patchbay.arguments import ArgumentChecker
 from mcp_patchbay.config import ToolFilter
 from mcp_patchbay.naming import NameEntry, Resolver, build_names
+
+logger = logging.getLogger("mcp_patchbay.catalog")
+
+DUPLICATES_NAMED = 5
+"""At most this many of an upstream's repeated tool names are named in its warning; the rest are counted."""
+
+_TOLD: dict[str, object] = {}
+"""Per server, the tool listing whose repeated names were last logged (kept by identity: a
+listing is one tuple until the server lists again). One entry per server name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +122,17 @@ def build_catalog(
         if source.unavailable is not None:
             unavailable[source.server] = source.unavailable
         seen: set[str] = set()
+        repeated: dict[str, None] = {}
         for tool in sorted(source.tools, key=_name):  # stable: the first of a name twice still wins
             if tool.name in seen:
-                continue  # an upstream listing a name twice: the first definition wins
+                repeated[tool.name] = None  # an upstream listing a name twice: the first definition wins
+                continue
             seen.add(tool.name)
             if source.tool_filter is None or source.tool_filter.permits(tool.name):
                 visible.append((source.server, tool))
             else:
                 hidden.append((source.server, tool.name))
+        _tell_repeated(source, tuple(repeated))
 
     names = build_names(((s, t.name) for s, t in visible), separator=separator, max_length=max_length)
     entries: list[NameEntry] = []
@@ -166,19 +183,21 @@ class Permits(Protocol):
 
 
 def restricted(catalog: Catalog, access: Permits) -> Catalog:
-    """The part of ``catalog`` one caller may use, under the same exposed names: the rest is
-    hidden exactly as a config filter hides it (never listed, never suggested, a call to it
-    is ``TOOL_NOT_AVAILABLE``), and servers it may not use are not named at all."""
+    """The part of ``catalog`` one caller may use, under the same exposed names. What it may
+    not use does not exist for it: never listed, never suggested, never matched by a loose
+    rule, and a call to it answers exactly as a call to a name nothing ever had (servers it
+    may not use are not named at all). Tools the config itself turns off stay hidden
+    (``TOOL_NOT_AVAILABLE``) where the caller would otherwise have had them: that is the
+    user's documented choice, and it names nothing the caller may not see."""
     view = Catalog(separator=catalog.separator)
     entries: list[NameEntry] = []
-    hidden: list[tuple[str, str]] = list(catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver else ())
+    turned_off = catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver else ()
+    hidden = [(server, tool) for server, tool in turned_off if access.permits(server, tool)]
     for tool, target in zip(catalog.tools, catalog.by_exposed.values(), strict=True):
         if access.permits(target.server, target.upstream_name):
             view.tools.append(tool)
             view.by_exposed[target.exposed] = target
             entries.append(NameEntry(exposed=target.exposed, server=target.server, item=target.upstream_name))
-        else:
-            hidden.append((target.server, target.upstream_name))
     everywhere: Mapping[str, str] = catalog.tool_resolver.unavailable if catalog.tool_resolver else {}
     unavailable = {server: why for server, why in everywhere.items() if access.permits_server(server)}
     view.tool_resolver = Resolver(entries, separator=catalog.separator, hidden=hidden, unavailable=unavailable)
@@ -201,6 +220,25 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
             view.template_owner[template.uri_template] = owner
     view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
     return view
+
+
+def _tell_repeated(source: Source, repeated: tuple[str, ...]) -> None:
+    """One warning per listing that names a tool twice (a few of the names, and how many)."""
+    if not repeated:
+        _TOLD.pop(source.server, None)
+        return
+    if _TOLD.get(source.server) is source.tools:
+        return  # this listing was told already, by an earlier build
+    _TOLD[source.server] = source.tools
+    shown = ", ".join(f"{name[:80]!r}" for name in repeated[:DUPLICATES_NAMED])
+    more = f" and {len(repeated) - DUPLICATES_NAMED} more" if len(repeated) > DUPLICATES_NAMED else ""
+    logger.warning(
+        "server %r listed %d tool name(s) more than once: %s%s; the first definition of each is kept",
+        source.server,
+        len(repeated),
+        shown,
+        more,
+    )
 
 
 def _name(item: types.Tool | types.Prompt) -> str:

@@ -2,8 +2,12 @@
 
 Every text says what happened, why, and what to do next, and stays under 500
 characters however large the catalog: suggestions are capped at five, and the
-"nothing is close" text names the servers with a few of their tools each, within a
-character budget.
+"nothing is close" text names the servers with a few of their tools each (by the
+exposed names the model can call), within a character budget.
+
+Texts are built from the resolver they are given, which holds only what the caller may
+see (``catalog.restricted``): a name the caller may not use answers exactly as a name
+nothing ever had, with the same code and wording, naming nothing it cannot see.
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ def unknown_name(
     named as the way to find the right tool when no name comes close."""
     called = _shown(resolution.called)
     code = Code.TOOL_NOT_FOUND if kind == "tool" else Code.PROMPT_NOT_FOUND
+    if resolution.kind == "ambiguous" and len(resolution.candidates) == 1:
+        # The other match is a tool the config turns off (never run in its place).
+        only = resolution.candidates[0]
+        return ClientError(
+            Code.TOOL_AMBIGUOUS if kind == "tool" else code,
+            f"The {kind} name '{called}' matches '{only}' and also a {kind} turned off in the proxy's "
+            f"configuration. Nothing was run. If you mean '{only}', call it by that exact name.",
+            suggestions=resolution.candidates,
+        )
     if resolution.kind == "ambiguous":
         return ClientError(
             Code.TOOL_AMBIGUOUS if kind == "tool" else code,
@@ -61,13 +74,14 @@ def unknown_name(
 
 
 def _overview(resolver: Resolver, budget: int) -> str:
-    """'Servers: fs (read_file, write_file, …), github (…).' within ``budget`` characters."""
+    """'Servers: fs (fs__read_file, fs__write_file, …), github (…).' within ``budget``
+    characters: the exposed names, which the model can call as they are."""
     servers = resolver.servers()
     if not servers:
         return "No servers are serving tools right now."
     text = "Servers:"
     for index, server in enumerate(servers):
-        items = [entry.item for entry in resolver.entries_of(server)[:3]]
+        items = [entry.exposed for entry in resolver.entries_of(server)[:3]]
         more = ", …" if len(resolver.entries_of(server)) > 3 else ""
         piece = f" {server} ({', '.join(items)}{more})" + ("," if index < len(servers) - 1 else ".")
         if len(text) + len(piece) > budget - 6:
