@@ -380,3 +380,107 @@ async def test_on_the_gateway_a_state_is_bound_to_the_caller_who_got_it(caplog: 
                 "ask__sample", {"prompt": "p"}, input_responses=answer, request_state=first.request_state
             )
             assert not done.is_error and result_text(done) == "for alice"
+
+
+def _member_of(ctx: ServerRequestContext[Any, Any]) -> str:
+    """In memory there is no sign-in: the member is the client's name."""
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else "?"
+
+
+def _slow_config(**gateway: Any) -> Config:
+    servers = {"ask": {"command": "x", "timeout": 0.5, "max_concurrency": 2}}
+    return config_from(servers, {"watch": False, "queue_timeout": 0}, gateway=gateway)
+
+
+async def test_suspended_calls_that_are_never_resumed_free_their_slots_at_their_deadline() -> None:
+    """Issue 20: a 2026 client that starts calls asking for input (an elicitation) and never
+    resumes them held the server's concurrency slots past the call's timeout (the deadline was
+    paused for the elicitation), so another member got BULKHEAD_FULL."""
+    asker = Asker()
+
+    async def never(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("never resumed: the client's library is not asked")
+
+    async with running_proxy(_slow_config(), asker.upstreams(), shared=True, identity_of=_member_of) as proxy:
+        upstream = proxy.supervisor.upstreams["ask"]
+        async with modern_client(proxy, elicitation_callback=never) as mallory:
+            for _ in range(2):
+                first = await mallory.session.call_tool("ask__elicit", {}, allow_input_required=True)
+                assert isinstance(first, types.InputRequiredResult)
+            assert upstream.bulkhead.in_flight == 2
+            with anyio.fail_after(5):  # the deadline (0.5 s) passes while they wait: the slots are freed
+                while upstream.bulkhead.in_flight:
+                    await anyio.sleep(0.05)
+            assert upstream.bulkhead.in_flight == 0
+
+        async def answer(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"name": "Bea"})
+
+        async with modern_client(proxy, elicitation_callback=answer) as other:
+            assert result_text(await other.call_tool("ask__elicit", {})) == "accept: Bea"
+
+
+async def test_a_member_holds_at_most_its_quota_of_suspended_calls() -> None:
+    """Issue 20: one member could suspend calls without bound; past
+    gateway.max_waiting_calls_per_identity a new call is refused before it takes a slot."""
+    asker = Asker()
+    config = _slow_config(max_waiting_calls_per_identity=1)
+    async with running_proxy(config, asker.upstreams(), shared=True, identity_of=_member_of) as proxy:
+        upstream = proxy.supervisor.upstreams["ask"]
+        info = types.Implementation(name="mallory", version="1")
+        async with modern_client(proxy, sampling_callback=sampler("x"), client_info=info) as mallory:
+            first = await mallory.session.call_tool("ask__sample", {}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            assert proxy.rounds.waiting("mallory") == 1
+            refused = await mallory.session.call_tool("ask__sample", {}, allow_input_required=True)
+            assert isinstance(refused, types.CallToolResult)
+            assert error_info(refused)["code"] == "RATE_LIMITED"
+            assert "waiting for your answers" in result_text(refused) and len(result_text(refused)) < 500
+            assert upstream.bulkhead.in_flight == 1  # the refused call took no slot
+        other = types.Implementation(name="bea", version="1")
+        async with modern_client(proxy, sampling_callback=sampler("for bea"), client_info=other) as bea:
+            assert result_text(await bea.call_tool("ask__sample", {})) == "for bea"
+
+
+async def test_a_call_whose_client_hung_up_before_its_input_required_was_written_ends_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 20: a client that hung up kept its slot until the timeout. The gateway asks the
+    request whether its client is still there (starlette's ``is_disconnected``) before it
+    leaves a call suspended; here that request says it is gone."""
+    import mcp_patchbay.server as server_module
+
+    async def gone(ctx: Any) -> bool:
+        return True
+
+    monkeypatch.setattr(server_module, "_hung_up", gone)
+    asker = Asker()
+    async with running_proxy(_config(), asker.upstreams(), shared=True) as proxy:
+        upstream = proxy.supervisor.upstreams["ask"]
+        async with modern_client(proxy, sampling_callback=sampler("x")) as c:
+            first = await c.session.call_tool("ask__sample", {}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            assert proxy.rounds.suspended == {}
+            with anyio.fail_after(5):
+                while upstream.bulkhead.in_flight:
+                    await anyio.sleep(0.01)
+
+
+async def test_hung_up_reads_the_starlette_request() -> None:
+    from mcp_patchbay.server import _hung_up  # pyright: ignore[reportPrivateUsage]
+
+    class Request:
+        def __init__(self, gone: bool) -> None:
+            self.gone = gone
+
+        async def is_disconnected(self) -> bool:
+            return self.gone
+
+    class Ctx:
+        def __init__(self, request: object) -> None:
+            self.request = request
+
+    assert await _hung_up(Ctx(Request(True))) is True  # pyright: ignore[reportArgumentType]
+    assert await _hung_up(Ctx(Request(False))) is False  # pyright: ignore[reportArgumentType]
+    assert await _hung_up(Ctx(None)) is False  # pyright: ignore[reportArgumentType]

@@ -30,10 +30,10 @@ because its question could not be asked.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol, get_args
 from weakref import WeakKeyDictionary
 
 import anyio
@@ -42,11 +42,12 @@ from mcp.client.session import ClientRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay import rounds
+from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.rounds import Exchange
 from mcp_patchbay.sdk import connection_of
 
@@ -75,6 +76,12 @@ class ClientChannel(Protocol):
 
 PauseDeadlines = Callable[[str], AbstractContextManager[None]]
 """The calls in flight of a server, paused while a person answers its elicitation."""
+ListenBuses = Callable[[str], Iterable[SubscriptionBus]]
+"""The ``subscriptions/listen`` buses of the audiences that may see a server's resources."""
+LOG_LEVEL: Final = "mcp_patchbay.log_level"
+"""Where a gateway session keeps the level it asked for (``Connection.state``; ``passthrough``)."""
+_LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
+"""Least severe first."""
 
 
 def _no_pause(server: str) -> AbstractContextManager[None]:
@@ -108,11 +115,19 @@ class SessionChannel:
     """``ClientChannel`` over the client's session, as captured from its first request."""
 
     def __init__(
-        self, bus: InMemorySubscriptionBus, pause_deadlines: PauseDeadlines | None = None, *, shared: bool = False
+        self,
+        buses: ListenBuses,
+        pause_deadlines: PauseDeadlines | None = None,
+        *,
+        shared: bool = False,
+        outboxes: Outboxes | None = None,
     ) -> None:
-        self._bus = bus
+        """``outboxes``: how notices reach the gateway's sessions (never awaited); None on
+        stdio, where the one client's notices are sent in place."""
+        self._buses = buses
         self._pause: PauseDeadlines = pause_deadlines or _no_pause
         self.shared = shared
+        self.outboxes = outboxes
         self.session: ServerSession | None = None
         """The one client's session (stdio); None when ``shared``."""
         self._caps: types.ClientCapabilities | None = (
@@ -125,8 +140,9 @@ class SessionChannel:
         a 2026-07-28 client on stdio)."""
         self._modern = False
         """The stdio client speaks 2026-07-28: no requests on its session."""
-        self._subscribers: WeakKeyDictionary[Connection, set[str]] = WeakKeyDictionary()
-        """Per session, the resource URIs it subscribed to (``shared``)."""
+        self._subscribers: WeakKeyDictionary[Connection, dict[str, str]] = WeakKeyDictionary()
+        """Per session, the resource URIs it subscribed to, each to the server that took the
+        subscription (``shared``): only that server's updates of that URI reach it."""
         self.hello = anyio.Event()
         """Set once the client's first request arrived."""
 
@@ -145,16 +161,20 @@ class SessionChannel:
         finally:
             calls.remove(call)
 
-    def subscribed(self, session: ServerSession, uri: str, on: bool) -> bool:
-        """Record a session's resource subscription (``shared``); whether another session
-        still holds one to ``uri`` (then the upstream's subscription stays)."""
+    def subscribed(self, session: ServerSession, uri: str, server: str) -> None:
+        """Record a session's resource subscription, taken by ``server`` (``shared``)."""
+        self._subscribers.setdefault(connection_of(session), {})[uri] = server
+
+    def unsubscribed(self, session: ServerSession, uri: str) -> tuple[str | None, bool]:
+        """Forget a session's subscription (``shared``): the server that held it (None: it held
+        none), and whether another session still holds one to ``uri`` there (then the
+        upstream's subscription stays)."""
         connection = connection_of(session)
-        uris = self._subscribers.setdefault(connection, set())
-        if on:
-            uris.add(uri)
-        else:
-            uris.discard(uri)
-        return any(uri in held for other, held in self._subscribers.items() if other is not connection)
+        server = self._subscribers.get(connection, {}).pop(uri, None)
+        others = server is not None and any(
+            held.get(uri) == server for other, held in self._subscribers.items() if other is not connection
+        )
+        return server, others
 
     def _caller(self, server: str, what: str) -> _InFlight | types.ErrorData:
         """The call to ``server`` a request from it belongs to (``shared``, 2026-07-28 stdio)."""
@@ -220,13 +240,16 @@ class SessionChannel:
         return await self._ask(server, types.CreateMessageRequest(params=params), types.CreateMessageResult)
 
     async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        with self._pause(server):
-            return await self._ask(server, types.ElicitRequest(params=params), types.ElicitResult)
+        return await self._ask(server, types.ElicitRequest(params=params), types.ElicitResult, pause=True)
 
     async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData:
         return await self._ask(server, types.ListRootsRequest(), types.ListRootsResult)
 
-    async def _ask(self, server: str, request: Any, result_type: type[Any]) -> Any:
+    async def _ask(self, server: str, request: Any, result_type: type[Any], *, pause: bool = False) -> Any:
+        """``pause``: the server's calls in flight do not time out while a person answers on a
+        2025-era session. A 2026-07-28 call's question is not paused: that call is suspended
+        until its client comes back, and its deadline is what bounds the wait (and frees its
+        concurrency slot), whoever the client is."""
         session = self.session
         if self.shared or self._modern:
             caller = self._caller(server, request.method)
@@ -245,7 +268,8 @@ class SessionChannel:
         if session is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
         try:
-            return await session.send_request(request, result_type)
+            with self._pause(server) if pause else nullcontext():
+                return await session.send_request(request, result_type)
         except MCPError as exc:
             return exc.error
         except Exception as exc:
@@ -270,35 +294,46 @@ class SessionChannel:
                     )
                 )
             case types.ResourceUpdatedNotification(params=p):
-                await self._bus.publish(ResourceUpdated(uri=str(p.uri)))
+                for bus in self._buses(server):
+                    await bus.publish(ResourceUpdated(uri=str(p.uri)))
                 await session.send_notification(notification)
             case _:
                 pass
 
     async def _notify_shared(self, server: str, notification: types.ServerNotification) -> None:
-        """A log message goes to the client whose call is in flight; a resource update to
-        the sessions subscribed to it and to 2026-07-28 listeners."""
+        """A log message goes to the session whose call is in flight, at or above the level
+        that session asked for; a resource update to the sessions that subscribed to it on
+        that server, and to the 2026-07-28 listeners that may see the server. Through each
+        session's outbox: never waiting for a client to read."""
+        outboxes = self.outboxes
         match notification:
             case types.LoggingMessageNotification(params=p):
                 calls = self._calls.get(server) or []
-                sessions = {id(connection_of(call.ctx.session)): call.ctx.session for call in calls}
-                if len(sessions) != 1:
+                connections = {id(connection): connection for connection in map(_connection, calls)}
+                if len(connections) != 1 or outboxes is None:
                     return
-                (session,) = sessions.values()
-                logger_name = f"{server}/{p.logger}" if p.logger else server
-                message = types.LoggingMessageNotification(
-                    params=types.LoggingMessageNotificationParams(level=p.level, logger=logger_name, data=p.data)
-                )
-                with _quietly("log message"):
-                    await session.send_notification(message)
+                (connection,) = connections.values()
+                wanted = connection.state.get(LOG_LEVEL)
+                if wanted is not None and _LEVELS.index(p.level) < _LEVELS.index(wanted):
+                    return
+                params: dict[str, Any] = {"level": p.level, "data": p.data}
+                params["logger"] = f"{server}/{p.logger}" if p.logger else server
+                outboxes.post(connection, "notifications/message", params)
             case types.ResourceUpdatedNotification(params=p):
-                await self._bus.publish(ResourceUpdated(uri=str(p.uri)))
-                for connection, uris in list(self._subscribers.items()):
-                    if str(p.uri) in uris:
-                        with _quietly("resource update"):
-                            await connection.send_resource_updated(str(p.uri))
+                uri = str(p.uri)
+                for bus in self._buses(server):
+                    await bus.publish(ResourceUpdated(uri=uri))
+                if outboxes is None:
+                    return
+                for connection, held in list(self._subscribers.items()):
+                    if held.get(uri) == server:
+                        outboxes.post(connection, "notifications/resources/updated", {"uri": uri})
             case _:
                 pass
+
+
+def _connection(call: _InFlight) -> Connection:
+    return connection_of(call.ctx.session)
 
 
 def _member() -> str | None:
@@ -309,15 +344,6 @@ def _member() -> str | None:
     if token is None:
         return None
     return str(getattr(token, "identity", None) or token.client_id)
-
-
-@contextmanager
-def _quietly(what: str) -> Generator[None]:
-    """A notification to a session that has gone away is dropped, not raised."""
-    try:
-        yield
-    except Exception:
-        logger.debug("could not forward a %s to a client", what, exc_info=True)
 
 
 def _log_client(ctx: ServerRequestContext[Any, Any], member: str | None = None) -> types.InitializeRequestParams | None:

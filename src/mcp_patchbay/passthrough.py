@@ -8,7 +8,14 @@ is recorded (``served``) so that the server sends ``list_changed`` only for what
 - resources: the catalog's resources and templates, plus the proxy's own status resource;
   a read goes to the owner of the URI, or tries every server offering resources.
 - prompts and completion: resolved by name as tools are (forgiving, with suggestions).
-- ``logging/setLevel``: passed to every upstream now, and to each one that connects later.
+- ``logging/setLevel``: on stdio, passed to every upstream now and to each one that
+  connects later. On the gateway it is the session's own level: kept on its connection
+  (``client_channel`` delivers an upstream's log messages at or above it, from a server
+  whose call of that session is in flight) and never passed upstream, where one member's
+  choice would set the level for every other member and for servers it may not use.
+- ``resources/subscribe``: to the server that owns the URI among those the caller may use,
+  else to the first such server that takes subscriptions; a URI of a server the caller may
+  not use is answered as one no server has.
 - ``notifications/roots/list_changed``: passed to every upstream.
 """
 
@@ -26,8 +33,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.catalog import Catalog, owner_of_uri
+from mcp_patchbay.client_channel import LOG_LEVEL
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
 from mcp_patchbay.messages import unknown_name
+from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import State, Upstream
 
@@ -47,10 +56,14 @@ class Passthrough:
         status: Callable[[], dict[str, Any]],
         catalog: Callable[[], Catalog],
         permitted: Callable[[], Container[str]] | None = None,
+        *,
+        shared: bool = False,
     ) -> None:
         """``catalog``: what the current caller may see (``server.Proxy.view``); ``permitted``:
-        the servers it may use (the gateway's access rules), all of them when None."""
+        the servers it may use (the gateway's access rules), all of them when None;
+        ``shared``: the gateway (a logging level is each session's own)."""
         self.supervisor = supervisor
+        self.shared = shared
         self.catalog = catalog
         self._permitted = permitted
         self._served = served
@@ -84,8 +97,10 @@ class Passthrough:
         self._served("resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
-    def _owner(self, uri: str) -> list[Upstream]:
-        """The upstream for a URI, or when none claims it, every ready upstream offering resources, in order."""
+    def _owner(self, uri: str, *, subscribing: bool = False) -> list[Upstream]:
+        """The upstream for a URI, or when none claims it, every ready upstream offering
+        resources (``subscribing``: subscriptions), in order. Only among the servers the
+        caller may use: a URI of another is one no server has."""
         owner = owner_of_uri(self.catalog(), uri)
         upstreams = self.supervisor.upstreams
         if owner is not None and owner in upstreams:
@@ -97,6 +112,7 @@ class Passthrough:
             if u.state is State.READY
             and u.capabilities is not None
             and u.capabilities.resources is not None
+            and (not subscribing or bool(u.capabilities.resources.subscribe))
             and (permitted is None or name in permitted)
         ]
 
@@ -134,23 +150,27 @@ class Passthrough:
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        return await self._subscription(params.uri, types.SubscribeRequest(params=params))
+        await self.subscribe_at(str(params.uri), types.SubscribeRequest(params=params))
+        return types.EmptyResult()
 
     async def unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        return await self._subscription(params.uri, types.UnsubscribeRequest(params=params))
+        await self.subscribe_at(str(params.uri), types.UnsubscribeRequest(params=params))
+        return types.EmptyResult()
 
-    async def _subscription(self, uri: Any, request: Any) -> types.EmptyResult:
+    async def subscribe_at(self, uri: str, request: Any) -> str:
+        """Pass a (un)subscription to the server that takes it; its name. Raises MCPError."""
         await self.supervisor.wait_startup()
-        candidates = self._owner(str(uri))[:1]
-        for upstream in candidates:
+        for upstream in self._owner(uri, subscribing=True)[:1]:
             try:
-                await upstream.request(request, types.EmptyResult, what="resources/subscribe")
+                await upstream.request(request, types.EmptyResult, what=request.method)
             except PatchbayError as error:
                 raise to_mcp_error(error, types.INTERNAL_ERROR) from error
-            return types.EmptyResult()
-        raise to_mcp_error(ClientError(Code.RESOURCE_NOT_FOUND, f"Resource not found: {uri}."), RESOURCE_NOT_FOUND)
+            return upstream.name
+        raise to_mcp_error(
+            ClientError(Code.RESOURCE_NOT_FOUND, clip(f"Resource not found: {uri}.")), RESOURCE_NOT_FOUND
+        )
 
     # --- prompts and completion -----------------------------------------------------------
 
@@ -216,7 +236,11 @@ class Passthrough:
     async def set_level(
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        """Pass the level to every upstream now, and to each one that connects later."""
+        """On stdio, pass the level to every upstream now, and to each one that connects later;
+        on the gateway, keep it as this session's own."""
+        if self.shared:
+            connection_of(ctx.session).state[LOG_LEVEL] = params.level
+            return types.EmptyResult()
         self._log_level = params.level
         await self.supervisor.wait_startup()
         async with anyio.create_task_group() as tg:

@@ -25,9 +25,14 @@ a state it did not mint never reaches ``resume``.
 
 Bounded: a suspension waits for the client's retry at most ``ttl`` (the sealed state's
 own lifetime); then the upstream's question is answered with an error and the suspension
-is forgotten. The call itself keeps its deadline (``deadlines``), paused while a person
-answers an elicitation (``client_channel.SessionChannel.elicit``). A client that cancels
-its request, or goes away while it waits, takes the call with it.
+is forgotten. The call itself keeps its deadline (``deadlines``), running while it is
+suspended (not paused for an elicitation, as a 2025-era session's call is): when it passes,
+the upstream request is cancelled and its concurrency slot freed, and a late retry gets the
+timeout. A client that cancels its request, or goes away while it waits, takes the call
+with it (``abandon``: also when it hung up before its ``input_required`` was written). On
+the gateway one member may hold at most ``max_waiting`` suspended calls
+(``gateway.max_waiting_calls_per_identity``); a call beyond that is refused before it
+starts, so it takes no slot.
 
 One process holds a suspension: a retry that reaches another replica (or this one after a
 restart) gets a clear ``isError`` result asking the model to call the tool again.
@@ -123,9 +128,13 @@ class _Ask:
 class Exchange:
     """One call of a 2026-07-28 client and the questions its upstream asked for it."""
 
-    def __init__(self, caps: types.ClientCapabilities | None, progress: ProgressFn | None) -> None:
+    def __init__(
+        self, caps: types.ClientCapabilities | None, progress: ProgressFn | None, member: str | None = None
+    ) -> None:
         self.id = secrets.token_urlsafe(16)
         self.caps = caps
+        self.member = member
+        """Who made the call (the gateway's identity), for the quota of suspended calls."""
         self.round = 0
         self.pending: dict[str, _Ask] = {}
         """Questions not answered yet, by the key the client sees."""
@@ -227,9 +236,11 @@ class Rounds:
     and hand-off cost ~40 us a call against ~10 us. ``run`` owns them all the same: when it
     ends, every call still running is cancelled and waited for (bounded)."""
 
-    def __init__(self, ttl: float, clock: Clock = time.monotonic) -> None:
+    def __init__(self, ttl: float, clock: Clock = time.monotonic, *, max_waiting: int | None = None) -> None:
+        """``max_waiting``: suspended calls one member may hold (the gateway's quota); None: no quota."""
         self.ttl = ttl
         self.clock = clock
+        self.max_waiting = max_waiting
         self.suspended: dict[str, Exchange] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
@@ -256,12 +267,22 @@ class Rounds:
                     await asyncio.wait(tasks)
 
     async def start(
-        self, call: Call, caps: types.ClientCapabilities | None, progress: ProgressFn | None
+        self,
+        call: Call,
+        caps: types.ClientCapabilities | None,
+        progress: ProgressFn | None,
+        member: str | None = None,
     ) -> dict[str, Any] | types.InputRequiredResult:
-        """Run ``call`` for a client that can answer input: its result, or the first questions."""
+        """Run ``call`` for a client that can answer input: its result, or the first questions.
+        Raises ``ClientError`` when ``member`` holds its quota of suspended calls already."""
         if not self._running:  # a proxy used without its background work: no suspension
             return await call(progress)
-        exchange = Exchange(caps, progress)
+        if member is not None and self.max_waiting is not None:
+            held = self.waiting(member)
+            if held >= self.max_waiting:
+                logger.warning("refused a call of %s: %d of its calls wait for its answers already", member, held)
+                raise too_many_waiting(held)
+        exchange = Exchange(caps, progress, member)
         task = asyncio.get_running_loop().create_task(
             self._run(exchange, call, exchange.relay if progress is not None else None)
         )
@@ -284,6 +305,20 @@ class Rounds:
             raise expired()
         exchange.deliver(responses or {})
         return await self._attend(exchange, progress)
+
+    def waiting(self, member: str) -> int:
+        """How many calls of ``member`` are suspended now, waiting for its answers."""
+        return sum(1 for e in self.suspended.values() if e.member == member and not e.attended and e.outcome is None)
+
+    def abandon(self, state: str) -> None:
+        """The client of a call that just suspended has gone (it will never see the
+        ``input_required``): the call ends now, its upstream request cancelled."""
+        exchange = self.suspended.pop(state.partition(".")[0], None)
+        if exchange is None:
+            return
+        logger.info("a call's client hung up before its input_required was written: the call ends")
+        exchange.scope.cancel()
+        exchange.close(types.ErrorData(code=types.INVALID_REQUEST, message="The client went away."))
 
     def expire(self) -> int:
         """Forget the suspensions whose client did not come back in time; how many."""
@@ -353,6 +388,16 @@ class Rounds:
 
 def expired() -> PatchbayError:
     return ClientError(Code.INVALID_ARGUMENTS, EXPIRED_MESSAGE, retryable=True, category=Category.CANCELLED)
+
+
+def too_many_waiting(held: int) -> PatchbayError:
+    return ClientError(
+        Code.RATE_LIMITED,
+        f"{held} of your tool calls are waiting for your answers to their servers' questions, the most one member "
+        "may have. Answer those calls (or let them time out), then call again.",
+        retryable=True,
+        retry_after_ms=5000,
+    )
 
 
 def state_security(keys: Sequence[str], *, environ: Mapping[str, str] | None = None) -> RequestStateSecurity:

@@ -48,6 +48,7 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
@@ -56,6 +57,7 @@ from mcp_patchbay.catalog import Catalog, CatalogTool, Permits, restricted
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
+from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import (
     ClientError,
@@ -76,6 +78,7 @@ from mcp_patchbay.exposure import (
 )
 from mcp_patchbay.lane import CallLane, split_meta
 from mcp_patchbay.messages import hidden_tool, unknown_name
+from mcp_patchbay.outbox import EndSession, Outboxes
 from mcp_patchbay.passthrough import STATUS_URI, Passthrough
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
@@ -96,10 +99,17 @@ CallObserver = Callable[[str | None, str | None, str, float], None]
 ``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
 AccessFor = Callable[[], Permits | None]
 """What the caller of the current request may use; None: everything (stdio, open gateways)."""
+IdentityOf = Callable[[ServerRequestContext[Any, Any]], str]
+"""The member behind a request (the gateway's ``identity.request_identity`` of ``ctx.request``)."""
 _LIST_EVENTS: dict[str, ServerEvent] = {
     "tools": ToolsListChanged(),
     "prompts": PromptsListChanged(),
     "resources": ResourcesListChanged(),
+}
+_LIST_METHODS: dict[str, str] = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
 }
 
 
@@ -148,10 +158,16 @@ class _Audience:
 
 
 class _Listeners:
-    """The audience of 2026-07-28 clients, which hear of changes on ``subscriptions/listen``."""
+    """The 2026-07-28 clients of one access, which hear of changes on ``subscriptions/listen``:
+    an audience of their own (as a 2025-era session is), and a bus of their own, so that a
+    change or a resource update reaches only those who may see it."""
 
-
-_LISTENERS = _Listeners()
+    def __init__(self, access: Permits | None, max_streams: int | None) -> None:
+        self.access = access
+        self.bus = InMemorySubscriptionBus()
+        self.handler = (
+            ListenHandler(self.bus) if max_streams is None else ListenHandler(self.bus, max_subscriptions=max_streams)
+        )
 
 
 class Proxy:
@@ -166,18 +182,42 @@ class Proxy:
         access_for: AccessFor | None = None,
         shared: bool = False,
         request_state_keys: Sequence[str] = (),
+        identity_of: IdentityOf | None = None,
+        end_session: EndSession | None = None,
     ) -> None:
         """``access_for``: the current caller's access (the gateway's sign-in); ``shared``:
         many clients at once (the gateway), so upstreams are offered what any may answer;
         ``request_state_keys``: the gateway's keys sealing ``requestState`` (stdio reads
-        ``$PATCHBAY_STATE_KEY``; without either, a key made at start)."""
+        ``$PATCHBAY_STATE_KEY``; without either, a key made at start); ``identity_of``: who
+        a request's caller is, for the per-member quotas (listen streams, suspended calls);
+        ``end_session``: ends one HTTP session by id (a session that does not read its
+        notices). Shared, the limits are ``config.gateway``'s."""
         self.config = config
         self.settings = config.settings
+        self._limits = (config.gateway or GatewaySettings()) if shared else None
+        self._identity_of = identity_of if shared else None
         self._state_security = state_security(request_state_keys, environ=None if shared else os.environ)
-        self.rounds = Rounds(self._state_security.ttl)
+        self.rounds = Rounds(
+            self._state_security.ttl,
+            max_waiting=self._limits.max_waiting_calls_per_identity if self._limits is not None else None,
+        )
         """2026-07-28 calls suspended on a question of their upstream."""
-        self._bus = InMemorySubscriptionBus()
-        self.channel = SessionChannel(self._bus, self._pause_deadlines, shared=shared)
+        self._listeners: dict[Permits | None, _Listeners] = {}
+        """The listen streams' audiences, by access."""
+        self._listening: dict[str, int] = {}
+        """Open listen streams per member (``shared``)."""
+        self._listen_streams = 0
+        self.outboxes = (
+            Outboxes(
+                send_timeout=self._limits.send_timeout,
+                max_queued=self._limits.max_queued_messages,
+                end_session=end_session,
+            )
+            if self._limits is not None
+            else None
+        )
+        """Notices to the gateway's sessions, each session's sent by a task of its own."""
+        self.channel = SessionChannel(self._listen_buses, self._pause_deadlines, shared=shared, outboxes=self.outboxes)
         self._access_for = access_for
         self._audiences: WeakKeyDictionary[Connection | _Listeners, _Audience] = WeakKeyDictionary()
         """Per client session (the SDK's ``Connection``), what it was served."""
@@ -197,6 +237,7 @@ class Proxy:
             self.status_snapshot,
             lambda: self.view().catalog,
             (lambda: self.view().servers) if access_for is not None else None,
+            shared=shared,
         )
         self.supervisor.ready_listeners.append(self.passthrough.on_upstream_ready)
         self._pending_changes: set[str] = set()
@@ -227,7 +268,7 @@ class Proxy:
             on_get_prompt=self.passthrough.get_prompt,
             on_completion=self.passthrough.complete,
             # 2026-07-28 clients have no standalone channel: they hear about changes on a listen stream.
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self._listen,
         )
         # Registered by method rather than by the deprecated constructor arguments: logging and
         # roots are deprecated in the 2026-07-28 protocol, but 2025-era clients still use them.
@@ -252,6 +293,8 @@ class Proxy:
         """The proxy's background work (upstreams, change notifications), until cancelled."""
         async with anyio.create_task_group() as tg:
             self.passthrough.tg = tg
+            if self.outboxes is not None:
+                self.outboxes.tg = tg
             await tg.start(self.rounds.run)
             await tg.start(self.supervisor.run)
             tg.start_soon(self._send_changes)
@@ -326,20 +369,84 @@ class Proxy:
     def _servers(self) -> dict[str, str | None]:
         return described_servers(self.supervisor.upstreams)
 
+    def _current_access(self) -> Permits | None:
+        access = self._access_for() if self._access_for is not None else None
+        return None if access is None or getattr(access, "everything", False) else access
+
+    # --- resource subscriptions and listen streams ----------------------------------------
+
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
+        """Recorded (on the gateway) once a server the caller may use took it, and for that
+        server only: its updates of that URI, and no other's, reach the session."""
+        server = await self.passthrough.subscribe_at(str(params.uri), types.SubscribeRequest(params=params))
         if self.channel.shared:
-            self.channel.subscribed(ctx.session, str(params.uri), on=True)
-        return await self.passthrough.subscribe(ctx, params)
+            self.channel.subscribed(ctx.session, str(params.uri), server)
+        return types.EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         """On the gateway, the upstream's subscription stays while another session holds one."""
-        if self.channel.shared and self.channel.subscribed(ctx.session, str(params.uri), on=False):
-            return types.EmptyResult()
+        if self.channel.shared:
+            _, others = self.channel.unsubscribed(ctx.session, str(params.uri))
+            if others:
+                return types.EmptyResult()
         return await self.passthrough.unsubscribe(ctx, params)
+
+    def _listeners_of(self, access: Permits | None) -> _Listeners:
+        listeners = self._listeners.get(access)
+        if listeners is None:
+            limit = self._limits.max_listen_streams if self._limits is not None else None
+            listeners = self._listeners[access] = _Listeners(access, limit)
+        return listeners
+
+    def _listen_buses(self, server: str) -> list[InMemorySubscriptionBus]:
+        """The listen buses of the accesses that may use ``server`` (its resource updates)."""
+        return [
+            listeners.bus
+            for access, listeners in self._listeners.items()
+            if access is None or access.permits_server(server)
+        ]
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """``subscriptions/listen``: the stream of the caller's access. On the gateway within
+        ``gateway.max_listen_streams`` in all and ``max_listen_streams_per_identity`` a member;
+        beyond either, a JSON-RPC error that says so, as the SDK refuses past its own cap."""
+        listeners = self._listeners_of(self._current_access())
+        limits = self._limits
+        if limits is None or self._identity_of is None:
+            return await listeners.handler(ctx, params)
+        member = self._identity_of(ctx)
+        held = self._listening.get(member, 0)
+        if self._listen_streams >= limits.max_listen_streams:
+            logger.warning("refused a listen stream of %s: %d streams open", member, self._listen_streams)
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"This gateway has {self._listen_streams} subscriptions/listen streams open, its limit. "
+                "Try again later.",
+            )
+        if held >= limits.max_listen_streams_per_identity:
+            logger.warning("refused a listen stream of %s: it holds %d already", member, held)
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"You have {held} subscriptions/listen streams open, the most one member may hold. "
+                "Close one before opening another.",
+            )
+        self._listening[member] = held + 1
+        self._listen_streams += 1
+        try:
+            return await listeners.handler(ctx, params)
+        finally:
+            self._listen_streams -= 1
+            left = self._listening[member] - 1
+            if left:
+                self._listening[member] = left
+            else:
+                del self._listening[member]
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         """A listed tool's inputSchema, as the current caller sees it (None: nothing to check)."""
@@ -366,11 +473,11 @@ class Proxy:
         ctx = _REQUEST.get()
         if ctx is None:
             return
+        access = self._current_access()
         handshake = ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-        key: Connection | _Listeners = connection_of(ctx.session) if handshake else _LISTENERS
+        key: Connection | _Listeners = connection_of(ctx.session) if handshake else self._listeners_of(access)
         audience = self._audiences.get(key)
         if audience is None:
-            access = self._access_for() if self._access_for is not None and key is not _LISTENERS else None
             audience = self._audiences[key] = _Audience(access)
         audience.served[kind] = listing
         audience.told.discard(kind)
@@ -391,6 +498,9 @@ class Proxy:
         return changed
 
     async def _send_changes(self) -> None:
+        """Tell each audience what changed for it. On the gateway a session's notices go to
+        its outbox (``outbox``): this loop never waits for one client on behalf of others."""
+        outboxes = self.outboxes
         while True:
             await self._changes.wait()
             self._changes = anyio.Event()
@@ -403,7 +513,11 @@ class Proxy:
                 told += 1
                 if isinstance(key, _Listeners):
                     for kind in changed:
-                        await self._bus.publish(_LIST_EVENTS[kind])
+                        await key.bus.publish(_LIST_EVENTS[kind])
+                    continue
+                if outboxes is not None:
+                    for kind in changed:
+                        outboxes.post(key, _LIST_METHODS[kind])
                     continue
                 try:
                     if "tools" in changed:
@@ -451,13 +565,16 @@ class Proxy:
             if params.request_state is not None:
                 raw = await self.rounds.resume(params.request_state, params.input_responses, progress)
             elif answers_input(ctx):
-                raw = await self.rounds.start(call, ctx.session.client_capabilities, progress)
+                member = self._identity_of(ctx) if self._identity_of is not None else None
+                raw = await self.rounds.start(call, ctx.session.client_capabilities, progress, member)
             else:
                 raw = await call(progress)
         except PatchbayError as error:  # a retry of a call that is no longer waiting
             target = self.view().catalog.by_exposed.get(params.name)
             raw = self._fail(error, params.name, target, target.server if target else None, started)
         if isinstance(raw, types.InputRequiredResult):
+            if self.channel.shared and raw.request_state is not None and await _hung_up(ctx):
+                self.rounds.abandon(raw.request_state)
             return raw
         try:
             return types.CallToolResult.model_validate(raw, by_name=False)
@@ -682,6 +799,17 @@ class Proxy:
     def _pause_deadlines(self, server: str) -> AbstractContextManager[None]:
         upstream = self.supervisor.upstreams.get(server)
         return upstream.deadlines.paused() if upstream is not None else nullcontext()
+
+
+async def _hung_up(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the HTTP client of this request has gone (its answer would be written to no one)."""
+    is_disconnected = getattr(ctx.request, "is_disconnected", None)
+    if is_disconnected is None:
+        return False
+    try:
+        return bool(await is_disconnected())
+    except Exception:
+        return False
 
 
 def _context_progress(ctx: ServerRequestContext[Any, Any]) -> ProgressFn | None:

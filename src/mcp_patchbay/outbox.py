@@ -1,0 +1,121 @@
+"""Notices to one gateway session, queued and sent by a task of that session's own.
+
+A notice (a list change, a resource update, an upstream's log message) is not an answer:
+nobody waits for it, so nobody should wait on the client that reads it. On the gateway
+every notice to a session goes into that session's ``Outbox`` and returns at once; one
+sender task per session (started when a notice arrives, gone when the queue is empty)
+writes them in order. A client that does not read (a GET stream it never drains)
+stalls only its own sender, and then is ended:
+
+- a send that waits longer than ``gateway.send_timeout``, or
+- a queue that reaches ``gateway.max_queued_messages``
+
+ends the session (``sdk.SessionManager.end_session``, logged at WARNING with the session
+id and why), and its queue is dropped. So a stuck session costs at most its queue and
+one task, and no loop ever awaits one session on behalf of others.
+
+stdio has one client and keeps sending in place (``client_channel``); results never
+come here (they are answers, on the request's own stream).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.server.connection import Connection
+
+logger = logging.getLogger("mcp_patchbay.outbox")
+
+EndSession = Callable[[str], Awaitable[None]]
+"""Ends one HTTP session by id (the gateway's session manager)."""
+_KEY = "mcp_patchbay.outbox"
+"""Where a connection keeps its outbox (``Connection.state``): it lives and dies with the session."""
+
+
+class Outbox:
+    """One session's notices not yet written, and whether a sender is at work on them."""
+
+    __slots__ = ("closed", "queue", "sending")
+
+    def __init__(self) -> None:
+        self.queue: deque[tuple[str, Mapping[str, Any] | None]] = deque()
+        self.sending = False
+        self.closed = False
+        """Ended for being stuck: later notices are dropped."""
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+
+class Outboxes:
+    """The gateway's outboxes: ``post`` a notice to a session, never waiting for it."""
+
+    def __init__(self, *, send_timeout: float, max_queued: int, end_session: EndSession | None) -> None:
+        self.send_timeout = send_timeout
+        self.max_queued = max_queued
+        self._end_session = end_session
+        self.tg: anyio.abc.TaskGroup | None = None
+        """Where senders and session ends run (the proxy's background group); None: not running."""
+        self.senders = 0
+        """Sender tasks at work now (one per session with notices queued)."""
+
+    def post(self, connection: Connection, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Queue a notice for ``connection``'s client; a sender writes it in order."""
+        tg = self.tg
+        if tg is None or not connection.has_standalone_channel:  # a 2026-07-28 request: nothing to send on
+            return
+        outbox: Outbox | None = connection.state.get(_KEY)
+        if outbox is None:
+            outbox = connection.state[_KEY] = Outbox()
+        if outbox.closed:
+            return
+        if len(outbox) >= self.max_queued:
+            self._stuck(connection, outbox, f"{len(outbox)} notices waiting for it to read (max_queued_messages)")
+            return
+        outbox.queue.append((method, params))
+        if not outbox.sending:
+            outbox.sending = True
+            self.senders += 1
+            tg.start_soon(self._send, connection, outbox)
+
+    async def _send(self, connection: Connection, outbox: Outbox) -> None:
+        queue = outbox.queue
+        try:
+            while queue and not outbox.closed:
+                method, params = queue[0]
+                with anyio.move_on_after(self.send_timeout) as waited:
+                    try:
+                        await connection.notify(method, params)
+                    except Exception:  # a session going away as we write: nothing to tell anyone
+                        logger.debug("could not send %s to a session", method, exc_info=True)
+                if waited.cancelled_caught:
+                    self._stuck(connection, outbox, f"{method} waited {self.send_timeout:g} s to be read")
+                    return
+                if queue:
+                    queue.popleft()
+        finally:
+            outbox.sending = False
+            self.senders -= 1
+
+    def _stuck(self, connection: Connection, outbox: Outbox, why: str) -> None:
+        outbox.closed = True
+        outbox.queue.clear()
+        session_id = connection.session_id
+        logger.warning("closing session %s: its client does not read (%s)", session_id or "(no id)", why)
+        if session_id is not None and self._end_session is not None and self.tg is not None:
+            self.tg.start_soon(self._end, session_id)
+
+    async def _end(self, session_id: str) -> None:
+        assert self._end_session is not None
+        try:
+            await self._end_session(session_id)
+        except Exception:
+            logger.exception("could not close session %s", session_id)
+
+
+__all__ = ["EndSession", "Outbox", "Outboxes"]
