@@ -89,14 +89,17 @@ async def test_both_eras_list_and_call(mode: str) -> None:
 
 
 async def test_health_readiness_and_metrics() -> None:
-    async with running(gateway_config(), upstreams()) as (gateway, base):
-        async with httpx2.AsyncClient(base_url=base) as http:
+    async with running(gateway_config({"metrics": "127.0.0.1:0"}), upstreams()) as (gateway, base):
+        assert gateway.metrics_bound is not None
+        metrics_base = f"http://127.0.0.1:{gateway.metrics_bound[1]}"
+        async with httpx2.AsyncClient(base_url=base) as http, httpx2.AsyncClient(base_url=metrics_base) as scrape:
             assert (await http.get("/healthz")).status_code == 200
             assert (await http.get("/readyz")).json() == {"status": "ready"}
             async with client(base) as c:
                 await c.call_tool("time__now", {})
                 await c.call_tool("nothing__here", {})
-            metrics = (await http.get("/metrics")).text
+            assert (await http.get("/metrics")).status_code == 404  # never on the clients' listener
+            metrics = (await scrape.get("/metrics")).text
             assert 'patchbay_tool_calls_total{outcome="ok",server="time",tool="now"} 1.0' in metrics
             assert 'outcome="TOOL_NOT_FOUND"' in metrics
             assert 'patchbay_upstream_state{server="time",state="ready"} 1.0' in metrics

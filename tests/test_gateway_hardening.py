@@ -6,11 +6,14 @@ where the bug lives below HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import tracemalloc
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 
@@ -159,3 +162,109 @@ async def test_clients_that_abort_their_bodies_log_no_error_and_no_traceback(cap
 
 def _is_error(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.ERROR or record.exc_info is not None
+
+
+# --- the HTTP edge: header size, slow headers and bodies, connections at once --------------------
+
+
+def _address(base: str) -> tuple[str, int]:
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+async def _until_closed(stream: anyio.abc.SocketStream) -> bytes:
+    """What the server sends until it closes the connection."""
+    received = b""
+    while True:
+        try:
+            received += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return received
+
+
+async def _status(base: str, request: bytes) -> bytes:
+    """The status line a fresh connection gets for ``request``."""
+    async with await anyio.connect_tcp(*_address(base)) as stream:
+        await stream.send(request)
+        return (await _until_closed(stream)).split(b"\r\n", 1)[0]
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
+
+
+async def test_a_huge_header_gets_431_before_any_token_and_costs_no_memory() -> None:
+    config = gateway_config({"tokens": {"alice": ALICE}, "max_header_bytes": 8192})
+    chunk = b"a" * 65_536
+    async with running(config, upstreams()) as (_, base):
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            async with await anyio.connect_tcp(*_address(base)) as stream:
+                answer = b""
+
+                async def read() -> None:
+                    nonlocal answer
+                    answer = await _until_closed(stream)
+
+                with anyio.fail_after(10):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(read)
+                        await stream.send(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nx-huge: ")
+                        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            for _ in range(256):  # 16 MiB of one header, as long as the server listens
+                                await stream.send(chunk)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:100]
+    assert peak - before < 2 * 1024 * 1024, f"{(peak - before) / 2**20:.1f} MiB held for one huge header"
+
+
+async def test_slow_headers_and_bodies_are_closed_after_their_timeouts_while_real_calls_go_on() -> None:
+    config = gateway_config({"header_timeout": 0.3, "body_timeout": 0.3})
+    async with running(config, upstreams()) as (gateway, base):
+        results: dict[str, bytes] = {}
+
+        async def slow(name: str, opening: bytes) -> None:
+            async with await anyio.connect_tcp(*_address(base)) as stream:
+                if opening:
+                    await stream.send(opening)
+                results[name] = await _until_closed(stream)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow, "silent", b"")
+                tg.start_soon(slow, "header", b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: a")
+                body = json.dumps(INITIALIZE).encode()
+                head = (
+                    "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+                )
+                tg.start_soon(slow, "body", head.encode() + body[:10])
+                async with client(base) as c:  # meanwhile, a real client's calls succeed
+                    for _ in range(3):
+                        assert result_text(await c.call_tool("time__now", {})) == "12:00"
+        for name in ("silent", "header", "body"):
+            assert results[name].startswith(b"HTTP/1.1 408 "), (name, results[name][:100])
+        assert gateway.refusals.counts == {"header_timeout": 2, "body_timeout": 1}
+
+
+async def test_connections_past_max_connections_are_refused_at_once() -> None:
+    async with running(gateway_config({"max_connections": 4}), upstreams()) as (gateway, base):
+        held: list[anyio.abc.SocketStream] = []
+        try:
+            with anyio.fail_after(10):
+                for _ in range(4):  # each answered once, then held open (keep-alive)
+                    stream = await anyio.connect_tcp(*_address(base))
+                    held.append(stream)
+                    await stream.send(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+                    assert (await stream.receive()).startswith(b"HTTP/1.1 200 ")
+                assert (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 503 ")
+                assert gateway.refusals.counts["too_many_connections"] == 1
+        finally:
+            for stream in held:
+                await stream.aclose()
+        with anyio.fail_after(10):  # room again once the server has seen them go
+            while not (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 "):
+                await anyio.sleep(0.01)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from mcp_patchbay.config.models import ToolFilter, as_tuple
 
-__all__ = ["AccessRule", "GatewayOAuth", "GatewaySettings"]
+__all__ = ["AccessRule", "GatewayOAuth", "GatewaySettings", "listen_address"]
 
 _MODEL_CONFIG: Final = ConfigDict(
     frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
@@ -40,6 +40,20 @@ def _check_http_url(value: str) -> str:
     if parsed.scheme not in ("http", "https") or not parsed.hostname or any(c in value for c in "\x00\r\n "):
         raise ValueError("expected an http:// or https:// URL with a host name")
     return value
+
+
+def listen_address(value: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``; raises ValueError."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep:
+        host = default_host
+    elif host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host or not host:
+        raise ValueError(f"expected [HOST:]PORT (IPv6 in brackets: [::1]:9464), not {value!r}")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected [HOST:]PORT with a port from 0 to 65535, not {value!r}")
+    return host, int(port)
 
 
 class GatewayOAuth(BaseModel, frozen=True):
@@ -152,9 +166,12 @@ class GatewaySettings(BaseModel, frozen=True):
     """Answer POSTs with plain JSON instead of an SSE stream (no progress or requests mid-call)."""
 
     metrics: _Text | None = None
-    """``[HOST:]PORT`` of a listener of its own for ``/metrics`` (``"127.0.0.1:9464"``; in a
-    pod, ``"0.0.0.0:9464"`` for Prometheus to scrape, kept out of the Service). Absent: no
-    metrics. Never served on the clients' listener: it names every server and tool."""
+    """``[HOST:]PORT`` of a listener of its own for ``/metrics`` (``"9464"`` is
+    ``"127.0.0.1:9464"``; in a pod, ``"0.0.0.0:9464"`` for Prometheus to scrape, kept out of
+    the Service; ``"[::1]:9464"`` for IPv6). Absent: no metrics. Never served on the
+    clients' listener: it names every server, tool and outcome, and takes no token. Its
+    Host check is the bind address (loopback names on loopback, none on ``0.0.0.0``);
+    a request with an ``Origin`` (a browser page) is refused."""
 
     max_sessions: Annotated[int, Field(ge=1)] = 1000
     """2025-era sessions open at once on this replica (about 45 KiB each when idle)."""
@@ -186,10 +203,14 @@ class GatewaySettings(BaseModel, frozen=True):
     holds any JWT; nginx's default is 32 KiB, Node's 16 KiB."""
 
     header_timeout: Annotated[float, Field(gt=0)] = 10.0
-    """Seconds a connection gets to send a request's headers, from its first byte."""
+    """Seconds a connection gets to send a request's line and headers: from its opening for
+    the first request, from the request's first byte for later ones; then 408 and closed.
+    Ten seconds is ample for any real client, short enough that a slow-header crowd
+    cannot pile up."""
 
     body_timeout: Annotated[float, Field(gt=0)] = 30.0
-    """Seconds a request's body may take to arrive, from the end of its headers."""
+    """Seconds a request's body may take to arrive, from the end of its headers (then 408
+    and closed). Bodies are small JSON (a tool's arguments); 30 s covers a slow link."""
 
     max_connections: Annotated[int, Field(ge=1)] = 2000
     """Client connections open at once; more are refused with 503 at once (a slow-reading
@@ -199,6 +220,18 @@ class GatewaySettings(BaseModel, frozen=True):
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         return None if value is None else _check_http_url(value)
+
+    @field_validator("metrics")
+    @classmethod
+    def _check_metrics(cls, value: str | None) -> str | None:
+        if value is not None:
+            listen_address(value)
+        return value
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """Where ``/metrics`` is served, ``(host, port)``, or None."""
+        return None if self.metrics is None else listen_address(self.metrics)
 
     @field_validator("tokens")
     @classmethod

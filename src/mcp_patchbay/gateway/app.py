@@ -10,8 +10,16 @@ Routes:
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 once startup is done
   (every server up or given up on), 503 before, 404 while draining (not ready, as any
   status from 400 is to Kubernetes; HAProxy's ``http-check disable-on-404`` then keeps a
-  draining replica's sessions on it, and sends it nothing new). ``/metrics``: Prometheus.
+  draining replica's sessions on it, and sends it nothing new).
 - ``/.well-known/oauth-protected-resource[/mcp]`` with ``gateway.oauth`` (``auth``).
+
+``/metrics`` (Prometheus) is never on the clients' listener: it names every server, tool
+and outcome, and takes no token. With ``gateway.metrics`` (``[HOST:]PORT``) a second
+uvicorn server in the same process serves it alone there; without, there are no metrics.
+
+Both listeners run uvicorn with ``edge.guarded_protocol``: request heads of at most
+``gateway.max_header_bytes`` (431), ``header_timeout`` and ``body_timeout`` (408), at most
+``max_connections`` at once (503 at once beyond).
 
 SIGTERM (or SIGINT) drains: readiness goes false, new sessions get 503, calls in flight
 get ``gateway.drain_grace`` seconds to finish; then the listener closes, the upstreams
@@ -30,7 +38,7 @@ import anyio
 import anyio.abc
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
@@ -46,8 +54,9 @@ from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.bind import is_loopback
+from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, guarded_protocol, raise_open_files_limit
 from mcp_patchbay.gateway.events import MemoryEventStore
-from mcp_patchbay.gateway.identity import scope_identity
+from mcp_patchbay.gateway.identity import request_identity, scope_identity
 from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
 from mcp_patchbay.sdk import SessionManager
 from mcp_patchbay.server import Proxy
@@ -60,6 +69,8 @@ MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
 SHUTDOWN_GRACE = 2
 """Seconds uvicorn gives open connections (GET streams) once draining is over."""
+METRICS_CONNECTIONS = 64
+"""Connections the metrics listener takes at once (a scraper or two; a count of its own)."""
 
 
 def _url_host(host: str) -> str:
@@ -120,6 +131,8 @@ class Gateway:
             access_for=self._access if restricted else None,
             shared=True,
             request_state_keys=self.settings.request_state_keys,
+            identity_of=lambda ctx: request_identity(ctx.request),
+            end_session=lambda session_id: self.manager.end_session(session_id),
         )
         self.manager = SessionManager(
             self.proxy.server,
@@ -135,8 +148,17 @@ class Gateway:
         self.draining = False
         self._idle = anyio.Event()
         self._server: uvicorn.Server | None = None
+        self._metrics_server: uvicorn.Server | None = None
+        self.metrics_bound: tuple[str, int] | None = None
+        """Where ``/metrics`` is served once started (``gateway.metrics``), else None."""
+        self.refusals = Refusals()
+        """Connections the edge refused (header size, timeouts, connections at once)."""
         self.metrics = Metrics(
-            self.proxy, sessions=lambda: self.manager.sessions, ready=lambda: self.ready, draining=lambda: self.draining
+            self.proxy,
+            sessions=lambda: self.manager.sessions,
+            ready=lambda: self.ready,
+            draining=lambda: self.draining,
+            refusals=self.refusals.counts,
         )
         self.proxy.on_call = self.metrics.observe_call
         self.app = self._build_app()
@@ -150,7 +172,6 @@ class Gateway:
             Route(MCP_PATH, endpoint=self.auth.protect(mcp) if self.auth else mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", endpoint=self._healthz, methods=["GET"]),
             Route("/readyz", endpoint=self._readyz, methods=["GET"]),
-            Route("/metrics", endpoint=self._metrics, methods=["GET"]),
         ]
         if self.auth is not None:
             routes += self.auth.routes
@@ -183,8 +204,47 @@ class Gateway:
             return JSONResponse({"status": "starting"}, 503)
         return JSONResponse({"status": "ready"})
 
-    async def _metrics(self, request: Request) -> Response:
-        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+    def _metrics_app(self, host: str, port: int) -> Starlette:
+        """``/metrics`` alone, for a listener of its own, behind the Host check of its bind address."""
+        check = TransportSecurityMiddleware(metrics_security(host, port))
+
+        async def metrics(request: Request) -> Response:
+            refused = await check.validate_request(request)
+            if refused is not None:
+                return refused
+            return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+        if not is_loopback(host):
+            logger.info(
+                "metrics on %s:%d, beyond this machine, without a token: every server and tool name and "
+                "call outcomes are readable there (keep the port out of the Service, as deploy/kubernetes does)",
+                host,
+                port,
+            )
+        return Starlette(routes=[Route("/metrics", endpoint=metrics, methods=["GET"])])
+
+    def _uvicorn(self, app: ASGIApp, host: str, port: int, *, max_connections: int | None) -> _Server:
+        limits = EdgeLimits(
+            max_header_bytes=self.settings.max_header_bytes,
+            header_timeout=self.settings.header_timeout,
+            body_timeout=self.settings.body_timeout,
+            max_connections=max_connections,
+            refusals=self.refusals,
+        )
+        return _Server(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                http=guarded_protocol(limits),
+                ws="none",
+                lifespan="off",
+                log_config=None,
+                access_log=False,
+                server_header=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE,
+            )
+        )
 
     async def _become_ready(self) -> None:
         await self.proxy.supervisor.wait_startup()
@@ -212,9 +272,10 @@ class Gateway:
         self.stop()
 
     def stop(self) -> None:
-        """Close the listener and end ``serve`` (at once: no drain)."""
-        if self._server is not None:
-            self._server.should_exit = True
+        """Close the listeners and end ``serve`` (at once: no drain)."""
+        for server in (self._server, self._metrics_server):
+            if server is not None:
+                server.should_exit = True
 
     async def serve(
         self,
@@ -224,19 +285,13 @@ class Gateway:
     ) -> None:
         """Serve until a signal has drained the gateway (``drain``), or the task is
         cancelled; started, it gives the address bound (a port of 0 picks one)."""
-        server = _Server(
-            uvicorn.Config(
-                self.app,
-                host=self.host,
-                port=self.port,
-                lifespan="off",
-                log_config=None,
-                access_log=False,
-                server_header=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE,
-            )
-        )
+        raise_open_files_limit(self.settings.max_connections)
+        server = self._uvicorn(self.app, self.host, self.port, max_connections=self.settings.max_connections)
         self._server = server
+        metrics_address = self.settings.metrics_address
+        if metrics_address is not None:
+            metrics_app = self._metrics_app(*metrics_address)
+            self._metrics_server = self._uvicorn(metrics_app, *metrics_address, max_connections=METRICS_CONNECTIONS)
         async with anyio.create_task_group() as tg:
             await tg.start(self.proxy.run)
             tg.start_soon(self._become_ready)
@@ -244,15 +299,20 @@ class Gateway:
                 if signals:
                     tg.start_soon(self._on_signals, server)
                 tg.start_soon(self._announce, server, task_status)
-                await server.serve()
+                async with anyio.create_task_group() as listeners:
+                    if self._metrics_server is not None:
+                        listeners.start_soon(self._metrics_server.serve)
+                    await server.serve()
+                    if self._metrics_server is not None:
+                        self._metrics_server.should_exit = True
             tg.cancel_scope.cancel()
 
     async def _announce(self, server: uvicorn.Server, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
-        while not server.started:  # uvicorn offers no event; its startup takes a few ms
-            await anyio.sleep(0.005)
-        sockname = server.servers[0].sockets[0].getsockname()
-        bound = (str(sockname[0]), int(sockname[1]))
+        bound = await _bound(server)
         logger.info("serving MCP at http://%s:%d%s", _url_host(bound[0]), bound[1], MCP_PATH)
+        if self._metrics_server is not None:
+            host, port = self.metrics_bound = await _bound(self._metrics_server)
+            logger.info("serving metrics at http://%s:%d/metrics", _url_host(host), port)
         task_status.started(bound)
 
     async def _on_signals(self, server: uvicorn.Server) -> None:
@@ -268,6 +328,26 @@ class Gateway:
                         return
                     logger.warning("received %s: draining", signal.Signals(signum).name)
                     tg.start_soon(self.drain)
+
+
+async def _bound(server: uvicorn.Server) -> tuple[str, int]:
+    """The address a uvicorn server listens at, once it does."""
+    while not server.started:  # uvicorn offers no event; its startup takes a few ms
+        await anyio.sleep(0.005)
+    sockname = server.servers[0].sockets[0].getsockname()
+    return str(sockname[0]), int(sockname[1])
+
+
+def metrics_security(host: str, port: int) -> TransportSecuritySettings:
+    """The metrics listener's Host check: loopback names on a loopback bind, the bind address
+    otherwise, none on a wildcard bind (Prometheus scrapes a pod by its IP); never a browser."""
+    if is_loopback(host):
+        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    elif host in ("0.0.0.0", "::", ""):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    else:
+        hosts = [f"{_url_host(host)}:*", _url_host(host)]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[])
 
 
 class _Asgi:

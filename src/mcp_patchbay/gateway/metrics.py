@@ -5,17 +5,18 @@ the proxy's error code, ``TIMEOUT``, ``SERVER_UNAVAILABLE``...) and their latenc
 server and tool; HTTP requests in flight. Read at scrape time from the proxy itself (a
 custom collector, so nothing can drift): every upstream's state and circuit breaker as
 one-hot gauges, calls in flight per upstream, open 2025-era sessions, readiness and
-draining. A registry of its own, so nothing of the library's process defaults leaks in
+draining, connections the HTTP edge refused by reason. Served on a listener of its own
+(``gateway.metrics``), never the clients'. A registry of its own, so nothing of the library's process defaults leaks in
 twice when tests build several gateways.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mcp_patchbay.policies import BreakerState
@@ -28,6 +29,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UPSTREAM_STATES = tuple(state.value for state in State)
 """Every state an upstream can be in (a state left out here would read as all zeros)."""
 BREAKER_STATES = tuple(state.value for state in BreakerState)
+REFUSAL_REASONS = ("header_too_large", "header_timeout", "body_timeout", "too_many_connections")
+"""Why the HTTP edge closes a connection (``gateway.edge``)."""
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a fast upstream answers in a millisecond or two; slow tools take tens of seconds."""
 
@@ -36,7 +39,13 @@ class Metrics:
     """The gateway's metrics over one proxy."""
 
     def __init__(
-        self, proxy: Proxy, *, sessions: Callable[[], int], ready: Callable[[], bool], draining: Callable[[], bool]
+        self,
+        proxy: Proxy,
+        *,
+        sessions: Callable[[], int],
+        ready: Callable[[], bool],
+        draining: Callable[[], bool],
+        refusals: Mapping[str, int] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.calls = Counter(
@@ -52,7 +61,7 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.registry.register(_ProxyCollector(proxy, sessions, ready, draining))
+        self.registry.register(_ProxyCollector(proxy, sessions, ready, draining, refusals or {}))
         self.in_flight = 0
         """HTTP requests to /mcp being answered (GET streams excluded)."""
 
@@ -68,9 +77,15 @@ class Metrics:
 
 class _ProxyCollector(Collector):
     def __init__(
-        self, proxy: Proxy, sessions: Callable[[], int], ready: Callable[[], bool], draining: Callable[[], bool]
+        self,
+        proxy: Proxy,
+        sessions: Callable[[], int],
+        ready: Callable[[], bool],
+        draining: Callable[[], bool],
+        refusals: Mapping[str, int],
     ) -> None:
         self._proxy = proxy
+        self._refusals = refusals
         self._sessions = sessions
         self._ready = ready
         self._draining = draining
@@ -107,3 +122,12 @@ class _ProxyCollector(Collector):
         yield GaugeMetricFamily(
             "patchbay_draining", "1 while the gateway drains on SIGTERM.", value=float(self._draining())
         )
+        refused = CounterMetricFamily(
+            "patchbay_http_refused",
+            "Connections closed at the HTTP edge, by reason (header_too_large, header_timeout, body_timeout, "
+            "too_many_connections).",
+            labels=("reason",),
+        )
+        for reason in REFUSAL_REASONS:
+            refused.add_metric((reason,), float(self._refusals.get(reason, 0)))
+        yield refused
