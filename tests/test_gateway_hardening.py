@@ -17,6 +17,8 @@ import anyio.abc
 import httpx2
 import pytest
 
+from mcp_patchbay.config import ConfigError
+from mcp_patchbay.config.gateway import listen_address
 from mcp_patchbay.gateway import app as app_module
 from mcp_patchbay.gateway.auth import build_auth
 from tests.jwt_util import FakeIssuer
@@ -268,3 +270,36 @@ async def test_connections_past_max_connections_are_refused_at_once() -> None:
         with anyio.fail_after(10):  # room again once the server has seen them go
             while not (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 "):
                 await anyio.sleep(0.01)
+
+
+# --- /metrics on a listener of its own ------------------------------------------------------------
+
+
+async def test_metrics_are_never_on_the_clients_listener_and_their_own_checks_host_and_origin() -> None:
+    config = gateway_config({"tokens": {"alice": ALICE}})
+    async with running(config, upstreams()) as (gateway, base):  # no gateway.metrics: no metrics at all
+        assert gateway.metrics_bound is None
+        async with httpx2.AsyncClient(base_url=base) as http:
+            assert (await http.get("/metrics")).status_code in (401, 404)
+            assert (await http.get("/metrics", headers={"authorization": f"Bearer {ALICE}"})).status_code == 404
+    config = gateway_config({"tokens": {"alice": ALICE}, "metrics": "127.0.0.1:0"})
+    async with running(config, upstreams()) as (gateway, base):
+        assert gateway.metrics_bound is not None
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{gateway.metrics_bound[1]}") as scrape:
+            assert "patchbay_upstream_state" in (await scrape.get("/metrics")).text
+            rebound = await scrape.get("/metrics", headers={"host": "evil.example:9464"})  # DNS rebinding
+            assert rebound.status_code == 421 and "patchbay" not in rebound.text
+            from_page = await scrape.get("/metrics", headers={"origin": "http://127.0.0.1:8000"})
+            assert from_page.status_code == 403
+            assert (await scrape.get("/mcp")).status_code == 404  # and nothing else there
+
+
+def test_the_metrics_address_is_host_and_port() -> None:
+    assert listen_address("9464") == ("127.0.0.1", 9464)
+    assert listen_address("0.0.0.0:9464") == ("0.0.0.0", 9464)
+    assert listen_address("[::1]:9464") == ("::1", 9464)
+    for bad in ("::1:9464", "host:99999", ":9464", "host:port"):
+        with pytest.raises(ValueError, match=r"\[HOST:\]PORT"):
+            listen_address(bad)
+    with pytest.raises(ConfigError, match=r"gateway\.metrics: expected \[HOST:\]PORT"):
+        gateway_config({"metrics": "nine"})
