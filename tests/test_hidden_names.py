@@ -23,8 +23,10 @@ from mcp.server.context import ServerRequestContext
 
 from mcp_patchbay.catalog import Source, build_catalog
 from mcp_patchbay.config.models import ToolFilter
+from mcp_patchbay.errors import ClientError, Code, UpstreamError
 from mcp_patchbay.gateway.access import Access, Grant
 from mcp_patchbay.server import Proxy
+from mcp_patchbay.status import StatusRegistry, Viewer
 from tests.harness import FakeTool, MemoryUpstreams, config_from, error_info, make_server, proxy_transport, text
 
 pytestmark = pytest.mark.anyio
@@ -56,13 +58,18 @@ def _servers(*, notes: bool = True, delete_all: bool = True, clock: bool = True)
 
 
 class Member:
-    """Whose request the proxy is serving (the gateway's sign-in, in memory)."""
+    """Whose request the proxy is serving (the gateway's sign-in, in memory): its access,
+    and its name as the gateway's ``identity`` would give it."""
 
-    def __init__(self, access: Access) -> None:
+    def __init__(self, access: Access, name: str = "member") -> None:
         self.access = access
+        self.name = name
 
     def __call__(self) -> Access:
         return self.access
+
+    def identity(self, ctx: object) -> str:
+        return self.name
 
 
 @asynccontextmanager
@@ -76,7 +83,9 @@ async def serving(
 ) -> AsyncGenerator[tuple[Proxy, Client]]:
     """The proxy over ``servers`` (config ``entries`` where given), a client connected to it."""
     config = config_from({name: {"command": "x"} for name in servers} | (entries or {}), {"watch": False, **patchbay})
-    proxy = Proxy(config, connector=MemoryUpstreams(servers), access_for=member, shared=True)
+    proxy = Proxy(
+        config, connector=MemoryUpstreams(servers), access_for=member, shared=True, identity_of=member.identity
+    )
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             await tg.start(proxy.run)
@@ -215,3 +224,86 @@ def test_a_listing_that_repeats_tool_names_is_logged_once_with_a_few_names(caplo
             [Source("dupes-server", tools=list(listing))], separator="__", max_length=64, validate_arguments=False
         )  # listed again
     assert len(caplog.records) == 1
+
+
+# --- finding 1: the status a restricted member reads ------------------------------------------------
+
+SECRET = "alice's secret file /home/alice/plans.txt"
+
+
+async def _status_both_ways(client: Client) -> list[dict[str, Any]]:
+    """The status as the patchbay__status tool and as the patchbay://status resource give it."""
+    tool = await client.call_tool("patchbay__status", {})
+    assert not tool.is_error and tool.structured_content is not None
+    resource = await client.read_resource("patchbay://status")
+    text = resource.contents[0]
+    assert isinstance(text, types.TextResourceContents)
+    return [tool.structured_content, json.loads(text.text)]
+
+
+async def test_the_status_shows_a_restricted_member_no_other_member_s_failed_calls() -> None:
+    """Regression: ``patchbay://status`` and the status tool filtered ``servers`` by the
+    caller's access but not ``recent_errors``: Bob read Alice's failed calls, with hidden
+    server names, tool names and the upstream's error text."""
+    member = Member(ALICE, "token:alice")
+    async with serving(_servers(), member, status_tool=True) as (_, client):
+        assert (await client.call_tool("notes__broken", {})).is_error  # a server Bob may not use
+        assert (await client.call_tool("time__zone", {})).is_error  # a server both may use
+        assert (await client.call_tool("alice_private_project_x", {})).is_error  # a name nothing has
+        member.access, member.name = BOB, "token:bob"
+        for status in await _status_both_ways(client):
+            dumped = json.dumps(status)
+            for leak in ("notes", "broken", "secret", "alice", "plans", "private_project"):
+                assert leak not in dumped, (leak, dumped)
+            assert set(status["servers"]) == {"time"}
+            assert status["unresolved_names"] == {}
+            (shared,) = status["recent_errors"]  # Alice's error on time, as health only
+            assert set(shared) == {"at", "code", "server", "tool"}
+            assert (shared["server"], shared["tool"]) == ("time", "zone")
+            assert status["servers"]["time"]["last_error"] == shared
+            assert status["servers"]["time"]["tool_stats"]["zone"]["errors"] == {shared["code"]: 1}
+
+
+async def test_a_member_does_not_see_errors_of_tools_hidden_from_it_on_a_server_it_may_use() -> None:
+    admin = Access(everything=True)
+    member = Member(admin, "token:admin")
+    async with serving(_servers(), member, status_tool=True) as (_, client):
+        await client.call_tool("notes__delete_all", {"x": 1})  # fine for the admin
+        assert (await client.call_tool("notes__broken", {})).is_error
+        member.access, member.name = ALICE, "token:alice"
+        for status in await _status_both_ways(client):
+            assert "delete_all" not in json.dumps(status)
+            assert [e["tool"] for e in status["recent_errors"]] == ["broken"]
+        member.access, member.name = admin, "token:admin"
+        (everything,) = {json.dumps(s["recent_errors"]) for s in await _status_both_ways(client)}
+        assert SECRET in everything  # a member who may use everything sees it all, as on stdio
+
+
+def test_a_member_sees_its_own_errors_whole_and_others_as_health() -> None:
+    """The registry's rule: one's own errors whole (also a name one got wrong), another
+    member's only as health on servers one may use, nothing of hidden servers or tools."""
+    registry = StatusRegistry()
+    wrong = ClientError(Code.TOOL_NOT_FOUND, "Unknown tool 'x'.")
+    failed = UpstreamError(Code.SERVER_ERROR, f"The tool failed: {SECRET}")
+    registry.record_error(wrong, called="bob_typo", server=None, tool=None, caller="token:bob")
+    registry.record_error(wrong, called="alice_typo", server=None, tool=None, caller="token:alice")
+    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="token:alice")
+    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="token:bob")
+    registry.record_error(failed, called="notes__broken", server="notes", tool="broken", caller="token:bob")
+    registry.record_error(failed, called="notes__delete_all", server="notes", tool="delete_all", caller="token:carol")
+    health = {"state": "ready"}
+    bob = registry.snapshot({"time": health}, Viewer(BOB, "token:bob"))
+    assert [e.get("called") for e in bob["recent_errors"]] == ["bob_typo", None, "time__zone"]
+    assert bob["unresolved_names"] == {"TOOL_NOT_FOUND": 1}
+    assert bob["servers"]["time"]["last_error"]["message"] == failed.message  # his own, the last
+    alice = registry.snapshot({"time": health, "notes": health}, Viewer(ALICE, "token:alice"))
+    assert [(e["server"], e["tool"], e.get("called")) for e in alice["recent_errors"]] == [
+        (None, None, "alice_typo"),
+        ("time", "zone", "time__zone"),
+        ("time", "zone", None),
+        ("notes", "broken", None),
+        ("notes", None, None),  # a tool hidden from her: the server's health, not the tool's name
+    ]
+    assert "delete_all" not in json.dumps(alice) and set(alice["servers"]["notes"]["tool_stats"]) == {"broken"}
+    assert "last_error" in alice["servers"]["notes"] and "message" not in alice["servers"]["notes"]["last_error"]
+    assert len(registry.snapshot({"time": health, "notes": health})["recent_errors"]) == 6  # stdio: everything

@@ -3,6 +3,19 @@
 Per server and per tool: calls, errors counted by code, the last error and a short
 list of recent ones, and restarts. Served to the client as the ``patchbay://status``
 resource (and the optional status tool), printed by ``mcp-patchbay check``.
+
+Each error remembers who made the call (``caller``: the gateway's member, None on stdio).
+A member restricted by the gateway's access rules (``Viewer``) sees:
+
+- its own errors whole, on servers and tools it may use or on no server at all (a name it
+  got wrong);
+- other members' errors on servers it may use as health only: when, which code, which
+  server, and the tool if it may use it. Not the name they called nor the message: the
+  called name and the upstream's text can carry the other member's data (a path, a
+  query), and an error on a shared server is all the health a member needs;
+- nothing of servers or tools it may not use, and none of the names others got wrong.
+
+Everyone else (stdio, an open gateway, a member who may use everything) sees it all.
 """
 
 from __future__ import annotations
@@ -12,21 +25,43 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_patchbay.catalog import Permits
 from mcp_patchbay.errors import PatchbayError
 
 RECENT = 20
+
+CALLERS = 1024
+"""Members whose unresolved-name counts are kept (the oldest is forgotten past this)."""
+
+_HEALTH = ("at", "code", "server", "tool")
+"""What a member is shown of another member's error on a server it may use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who reads the status: what it may use, and who it is (to know its own errors)."""
+
+    access: Permits
+    caller: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Error:
+    entry: dict[str, Any]
+    caller: str | None
 
 
 @dataclass
 class _Counts:
     calls: int = 0
     errors: Counter[str] = field(default_factory=lambda: Counter[str]())
-    last_error: dict[str, Any] | None = None
+    last_error: _Error | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, viewer: Viewer | None) -> dict[str, Any]:
         data: dict[str, Any] = {"calls": self.calls, "errors": dict(self.errors)}
-        if self.last_error is not None:
-            data["last_error"] = self.last_error
+        shown = _shown(self.last_error, viewer) if self.last_error is not None else None
+        if shown is not None:
+            data["last_error"] = shown
         return data
 
 
@@ -34,14 +69,19 @@ class _Counts:
 class StatusRegistry:
     servers: dict[str, _Counts] = field(default_factory=lambda: dict[str, _Counts]())
     tools: dict[tuple[str, str], _Counts] = field(default_factory=lambda: dict[tuple[str, str], _Counts]())
-    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque[dict[str, Any]](maxlen=RECENT))
+    recent: deque[_Error] = field(default_factory=lambda: deque[_Error](maxlen=RECENT))
     unresolved: Counter[str] = field(default_factory=lambda: Counter[str]())
+    unresolved_by: dict[str, Counter[str]] = field(default_factory=lambda: dict[str, Counter[str]]())
+    """Per member, its own unresolved names by code (at most ``CALLERS`` members)."""
 
     def record_call(self, server: str, tool: str) -> None:
         self._server(server).calls += 1
         self._tool(server, tool).calls += 1
 
-    def record_error(self, error: PatchbayError, *, called: str, server: str | None, tool: str | None) -> None:
+    def record_error(
+        self, error: PatchbayError, *, called: str, server: str | None, tool: str | None, caller: str | None = None
+    ) -> None:
+        """``caller``: the member whose call failed (the gateway's identity), None off the gateway."""
         entry = {
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "code": error.code.value,
@@ -50,13 +90,25 @@ class StatusRegistry:
             "tool": tool,
             "message": error.message,
         }
-        self.recent.append(entry)
+        recorded = _Error(entry, caller)
+        self.recent.append(recorded)
         if server is None:
             self.unresolved[error.code.value] += 1
+            if caller is not None:
+                self._unresolved_of(caller)[error.code.value] += 1
             return
         for counts in (self._server(server), *((self._tool(server, tool),) if tool else ())):
             counts.errors[error.code.value] += 1
-            counts.last_error = entry
+            counts.last_error = recorded
+
+    def _unresolved_of(self, caller: str) -> Counter[str]:
+        counts = self.unresolved_by.pop(caller, None)  # re-inserted last: the oldest goes first
+        if counts is None:
+            counts = Counter[str]()
+            if len(self.unresolved_by) >= CALLERS:
+                del self.unresolved_by[next(iter(self.unresolved_by))]
+        self.unresolved_by[caller] = counts
+        return counts
 
     def _server(self, server: str) -> _Counts:
         counts = self.servers.get(server)
@@ -70,10 +122,40 @@ class StatusRegistry:
             counts = self.tools[(server, tool)] = _Counts()
         return counts
 
-    def snapshot(self, upstream_status: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def snapshot(self, upstream_status: dict[str, dict[str, Any]], viewer: Viewer | None = None) -> dict[str, Any]:
+        """The status of the servers in ``upstream_status`` (those the reader may use), as
+        ``viewer`` may see it (None: everything; see the module docstring)."""
         servers: dict[str, Any] = {}
         for name, health in upstream_status.items():
+            if viewer is not None and not viewer.access.permits_server(name):
+                continue
             counts = self.servers.get(name, _Counts())
-            tools = {t: c.as_dict() for (s, t), c in self.tools.items() if s == name}
-            servers[name] = {**health, **counts.as_dict(), "tool_stats": tools}
-        return {"servers": servers, "unresolved_names": dict(self.unresolved), "recent_errors": list(self.recent)}
+            tools = {
+                t: c.as_dict(viewer)
+                for (s, t), c in self.tools.items()
+                if s == name and (viewer is None or viewer.access.permits(s, t))
+            }
+            servers[name] = {**health, **counts.as_dict(viewer), "tool_stats": tools}
+        if viewer is None:
+            unresolved = dict(self.unresolved)
+        else:
+            unresolved = dict(self.unresolved_by.get(viewer.caller, {})) if viewer.caller is not None else {}
+        recent = [shown for error in self.recent if (shown := _shown(error, viewer)) is not None]
+        return {"servers": servers, "unresolved_names": unresolved, "recent_errors": recent}
+
+
+def _shown(error: _Error, viewer: Viewer | None) -> dict[str, Any] | None:
+    """An error as ``viewer`` may see it: whole, as health only, or not at all (None)."""
+    entry = error.entry
+    if viewer is None:
+        return dict(entry)
+    server, tool = entry["server"], entry["tool"]
+    if server is not None and not viewer.access.permits_server(server):
+        return None
+    own = viewer.caller is not None and error.caller == viewer.caller
+    if server is None and not own:
+        return None  # a name another member got wrong: theirs alone
+    shown = dict(entry) if own else {key: entry[key] for key in _HEALTH}
+    if server is not None and tool is not None and not viewer.access.permits(server, tool):
+        shown["tool"] = None
+    return shown
