@@ -188,6 +188,7 @@ def find_binary(name: str, given: str | None) -> str:
 class Setup:
     names: list[str]
     ports: dict[str, int]  # replica name -> port
+    metrics: dict[str, int]  # replica name -> its /metrics listener's port (gateway.metrics)
     front: int
     stats: int
     tokens: list[str]
@@ -212,6 +213,8 @@ def write_config(path: Path, front: int, drain_grace: float, tokens: int) -> Non
         # One key for every replica: a requestState sealed by one opens on any.
         "request_state_keys": ["${PATCHBAY_STATE_KEY}"],
         "drain_grace": drain_grace,
+        # /metrics on a listener of its own, never the clients': each replica's port from its environment.
+        "metrics": "127.0.0.1:${PATCHBAY_METRICS_PORT}",
     }
     if tokens:
         # One token per client, as a team's members each have their own.
@@ -238,12 +241,15 @@ def start(args: argparse.Namespace, processes: Processes) -> Setup:
     probe = subprocess.run([binary, flag], capture_output=True, text=True, timeout=10, check=False)
     version = (probe.stdout or probe.stderr).split("\n", 1)[0].strip()
     names = [f"r{i}" for i in range(1, args.replicas + 1)]
-    *replica_ports, front, stats = free_ports(args.replicas + 2)
+    count = args.replicas
+    *ports, front, stats = free_ports(2 * count + 2)  # one call: no port handed out twice
+    replica_ports, metrics_ports = ports[:count], ports[count:]
     clients = args.legacy + args.modern
     tokens = [] if args.no_token else [secrets.token_urlsafe(32) for _ in range(clients)]
     setup = Setup(
         names=names,
         ports=dict(zip(names, replica_ports, strict=True)),
+        metrics=dict(zip(names, metrics_ports, strict=True)),
         front=front,
         stats=stats,
         tokens=tokens,
@@ -260,7 +266,9 @@ def start(args: argparse.Namespace, processes: Processes) -> Setup:
     for name in names:
         argv = shlex.split(args.gateway.format(addr=f"127.0.0.1:{setup.ports[name]}", config=setup.config))
         argv += ["--log-file", str(processes.directory / f"{name}.detail.log")]
-        processes.start(name, argv, {**base, "PATCHBAY_REPLICA": name})
+        processes.start(
+            name, argv, {**base, "PATCHBAY_REPLICA": name, "PATCHBAY_METRICS_PORT": str(setup.metrics[name])}
+        )
     if args.balancer == "haproxy":
         start_haproxy(binary, setup, processes)
     else:
@@ -496,7 +504,7 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
     for name in setup.names:
         if processes.started[name].poll() is None:
             health = _get(f"http://127.0.0.1:{setup.ports[name]}/healthz")[0]
-            metrics_status, metrics = _get(f"http://127.0.0.1:{setup.ports[name]}/metrics")
+            metrics_status, metrics = _get(f"http://127.0.0.1:{setup.metrics[name]}/metrics")
             samples = sum(1 for line in metrics.splitlines() if line and not line.startswith("#"))
             run.after[name] = {"healthz": health, "metrics": metrics_status, "metric_samples": samples}
         else:
