@@ -12,7 +12,8 @@ Its ids are strings (``"pb-<n>"``), so they can never collide with the SDK's int
 on the same connection. What a caller sees matches the SDK's path: an upstream's JSON-RPC
 error raises ``MCPError`` with its ``ErrorData``; the connection's end fails every pending
 request at once with the SDK's own ``Connection closed``; a cancelled request tells the
-upstream with ``notifications/cancelled``. No I/O but the writer it is given.
+upstream with ``notifications/cancelled``; an answer the transport refused unparsed
+(``fail``) fails its call alone. No I/O but the writer it is given.
 """
 
 from __future__ import annotations
@@ -132,6 +133,15 @@ class RawCalls:
             await pending.on_progress(cast("float", progress), total, note if isinstance(note, str) else None)
         except Exception:
             logger.warning("forwarding progress of %s failed", token, exc_info=True)
+        return True
+
+    def fail(self, request_id: str, error: Exception) -> bool:
+        """The answer to ``request_id`` was refused unparsed (too long, nested too deeply): its
+        call fails with ``error`` and the connection goes on. Whether the call was pending."""
+        pending = self._pending.get(request_id)
+        if pending is None or pending.future.done():
+            return False
+        pending.future.set_exception(error)
         return True
 
     def close(self) -> None:

@@ -47,6 +47,7 @@ from mcp_patchbay.errors import (
     UpstreamError,
     translate,
 )
+from mcp_patchbay.jsonrpc import Bounds
 from mcp_patchbay.listing import Listing, read_listing, reread
 from mcp_patchbay.policies import (
     Bulkhead,
@@ -62,7 +63,7 @@ from mcp_patchbay.redaction import redact
 from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.transports import Connector, Link, open_link
-from mcp_patchbay.transports.stdio import ProcessWatch
+from mcp_patchbay.transports.stdio import ProcessWatch, stdio_link
 
 if TYPE_CHECKING:
     from mcp_patchbay.oauth.gate import SignInGate
@@ -136,6 +137,10 @@ class Upstream:
     _lost: anyio.Event = field(default_factory=anyio.Event)
     _stopping: bool = False
     _created: float = field(default_factory=time.monotonic)
+    _refreshing: set[str] = field(default_factory=lambda: set[str]())
+    """The kinds of list being re-read now (``refresh_soon``)."""
+    _stale: set[str] = field(default_factory=lambda: set[str]())
+    """The kinds of list that changed again while being re-read: read once more."""
     deadlines: DeadlineSet = field(default_factory=DeadlineSet)
     """This upstream's calls in flight, paused while a person answers its elicitation."""
     gate: SignInGate | None = None
@@ -363,6 +368,8 @@ class Upstream:
 
     def _failure(self, exc: Exception, tool: str | None, lost: anyio.Event) -> PatchbayError:
         error = self._translate(exc, tool)  # an HTTP 404 says the session is gone, too
+        if error.tool is None:
+            error.tool = tool  # raised by the transport (an answer it refused), which knows no tool
         if error.code is Code.CONNECTION_LOST or error.code is Code.CONNECTION_FAILED:
             self._connection_lost(lost)
         return error
@@ -544,6 +551,8 @@ class Upstream:
         if self.connector is not None:
             return self.connector(self.name, spec)
         adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
+        if isinstance(spec, StdioSpec):  # with the settings' bounds on every line (open_link has the defaults)
+            return stdio_link(self.name, spec, adopt, Bounds.of(self.settings))
         auth = self.gate.provider() if self.gate is not None else None
         return open_link(self.name, spec, self.settings.connect_timeout, adopt, auth)
 
@@ -573,6 +582,27 @@ class Upstream:
             server=self.name,
         )
 
+    async def refresh_soon(self, what: str) -> None:
+        """The upstream said a list changed: re-read it, coalescing a burst of such notices.
+
+        At most one re-read per kind is in flight and one more is owed: a notice that comes
+        while one runs only marks the list stale, and the running one reads it once more when
+        it is done, so the last change is always read. (The SDK runs every notice in a task
+        of its own: 5,000 ``tools/list_changed`` made 5,000 ``tools/list`` requests.)
+        """
+        if what in self._refreshing:
+            self._stale.add(what)
+            return
+        self._refreshing.add(what)
+        try:
+            while True:
+                self._stale.discard(what)
+                await self.refresh(what)
+                if what not in self._stale:
+                    return
+        finally:
+            self._refreshing.discard(what)
+
     async def refresh(self, what: str) -> None:
         """Re-read one list after the upstream said it changed."""
         session = self._session
@@ -593,11 +623,11 @@ class Upstream:
             return
         match message:
             case types.ToolListChangedNotification():
-                await self.refresh("tools")
+                await self.refresh_soon("tools")
             case types.PromptListChangedNotification():
-                await self.refresh("prompts")
+                await self.refresh_soon("prompts")
             case types.ResourceListChangedNotification():
-                await self.refresh("resources")
+                await self.refresh_soon("resources")
             case _:
                 if self.client is not None:
                     await self.client.notify(self.name, message)

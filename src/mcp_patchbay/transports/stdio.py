@@ -6,6 +6,12 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
 - the process handle, so a death is seen at once and reported with its exit code;
 - the last lines of the server's stderr, kept for the log when it dies early;
 - lines on stdout that are not JSON-RPC are logged as garbage, never fatal;
+- every line is bounded before it is parsed (``jsonrpc.Bounds``: ``max_message_bytes``,
+  ``max_json_depth``): one too long is skipped as it streams in, one nested too deeply
+  is not parsed; the request it answers fails alone (``RawCalls.fail``, or an error
+  answer handed to the SDK's session for its integer ids), a request of the server's
+  gets an error answer, and the connection goes on (a ``RecursionError`` escaping the
+  reader ended the connection and failed every call in flight);
 - a ``RawCalls`` table that sees every line first: tool calls skip the SDK's session
   (``rawcalls``), everything else goes to it as usual;
 - the child's environment is the proxy's own plus the entry's ``env``
@@ -44,6 +50,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import StdioSpec
+from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.jsonrpc import Bounds, Envelope, LineSplitter, Overlong, deeper_than, error_line, peek_envelope
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
 from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
@@ -52,6 +60,10 @@ from mcp_patchbay.transports.link import Link
 logger = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
+STDERR_LINE_LIMIT = 65536
+"""A longer line on a server's stderr is kept (and logged) by its start only."""
+PEEK_WINDOW = 8192
+"""How much of each end of a refused line is searched for its id."""
 GRACE_SECONDS = 2.0
 """How long a server gets to exit after its stdin closes, and again after SIGTERM (one server stopping)."""
 SHUTDOWN_GRACE_SECONDS = 0.5
@@ -103,6 +115,7 @@ async def stdio_transport(
     cwd: str | None,
     *,
     adopt: subprocess.Popen[bytes] | None = None,
+    bounds: Bounds | None = None,
 ) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch, RawCalls | None], None]:
     """Spawn ``command`` (or take over ``adopt``, started by ``spawn.prespawn``) and yield
     (read stream, write stream, process watch, raw calls; the last is None on Windows).
@@ -110,7 +123,9 @@ async def stdio_transport(
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
     The read stream ends as soon as the process's stdout closes, so every request
     pending on it (raw calls included) fails at once instead of waiting for a timeout.
+    ``bounds`` limit every line read (the settings' defaults when None).
     """
+    bounds = bounds or Bounds()
     if adopt is not None:
         process: Any = await _AdoptedProcess.take(adopt)
     else:
@@ -126,23 +141,47 @@ async def stdio_transport(
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
+    async def refuse(envelope: Envelope, why: str, code: Code) -> None:
+        """A line refused unparsed: whatever waits for it hears why, and nothing else ends."""
+        request_id = envelope.request_id
+        log.warning("server '%s' sent a message the proxy refuses (id %r): %s", server, request_id, why)
+        if request_id is None:
+            return
+        if "method" in envelope.keys:  # the server's own request (sampling, roots...): answered
+            with suppress(Exception):
+                await process.stdin.send(
+                    error_line(request_id, types.INVALID_REQUEST, f"Invalid request: refused: {why}.")
+                )
+            return
+        if raw is not None and isinstance(request_id, str) and raw.fail(request_id, _refused(server, code, why)):
+            return
+        # An answer to a request of the SDK's session (a list, a resource): it fails with the reason.
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"The proxy refused the server's answer: {why}.")
+        await read_writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
+
+    async def take_line(line: bytes | Overlong) -> None:
+        if isinstance(line, Overlong):
+            await refuse(peek_envelope(line.head, line.tail), bounds.too_long(line.size), Code.RESULT_TOO_LARGE)
+            return
+        if deeper_than(line, bounds.max_depth):
+            envelope = peek_envelope(line[:PEEK_WINDOW], line[-PEEK_WINDOW:].rstrip())
+            await refuse(envelope, bounds.too_deep(), Code.PROTOCOL_ERROR)
+            return
+        value = _parse(line, watch, log)
+        if value is None or (raw is not None and await raw.take(value)):
+            return
+        message = _validate(value, line, watch, log)
+        if message is not None:
+            await read_writer.send(message)
+
     async def read_stdout() -> None:
         assert process.stdout is not None
-        buffer = b""
+        splitter = LineSplitter(bounds.max_bytes, PEEK_WINDOW)
         try:
             async with read_writer:
                 async for chunk in process.stdout:
-                    buffer += chunk
-                    if b"\n" not in chunk:
-                        continue
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        value = _parse(line, watch, log)
-                        if value is None or (raw is not None and await raw.take(value)):
-                            continue
-                        message = _validate(value, line, watch, log)
-                        if message is not None:
-                            await read_writer.send(message)
+                    for line in splitter.feed(chunk):
+                        await take_line(line)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass
         finally:
@@ -157,18 +196,18 @@ async def stdio_transport(
     async def read_stderr() -> None:
         if process.stderr is None:
             return
-        pending = b""
+        splitter = LineSplitter(STDERR_LINE_LIMIT, window=1024)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             async for chunk in process.stderr:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for raw in lines:
-                    text = raw.decode("utf-8", "replace").rstrip()
+                for line in splitter.feed(chunk):
+                    kept = line if isinstance(line, bytes) else line.head + f" ... ({line.size:,} bytes)".encode()
+                    text = kept.decode("utf-8", "replace").rstrip()
                     if text:
                         watch.stderr_tail.append(text)
                         log.debug("stderr: %s", redact(text, watch.secrets))
-        if pending.strip():
-            watch.stderr_tail.append(pending.decode("utf-8", "replace").rstrip())
+        rest = splitter.feed(b"\n")[0]
+        if isinstance(rest, bytes) and rest.strip():
+            watch.stderr_tail.append(rest.decode("utf-8", "replace").rstrip())
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -200,6 +239,22 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
+def _refused(server: str, code: Code, why: str) -> UpstreamError:
+    """What the model hears of a call whose answer the proxy refused unparsed."""
+    where = f"'{server}'"
+    if code is Code.RESULT_TOO_LARGE:
+        text = (
+            f"Server {where} answered with more data than the proxy accepts in one message, so the answer was "
+            "dropped. Ask for less (a smaller page, range or file), or tell the user."
+        )
+    else:
+        text = (
+            f"Server {where} answered with data nested too deeply for the proxy, so the answer was dropped. "
+            "Retry with other arguments, or tell the user."
+        )
+    return UpstreamError(code, text, detail=f"the answer was refused: {why}", server=server)
+
+
 def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> dict[str, Any] | None:
     """A line of the server's stdout as a JSON object; None (and a log line) for anything else."""
     stripped = line.strip()
@@ -207,7 +262,7 @@ def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> dict[str, A
         return None
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: the last line of defence (bounds come first)
         value = None
     if isinstance(value, dict):
         return value  # pyright: ignore[reportUnknownVariableType]
@@ -218,7 +273,7 @@ def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> dict[str, A
 def _validate(value: dict[str, Any], line: bytes, watch: ProcessWatch, log: logging.Logger) -> SessionMessage | None:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(value, by_name=False))
-    except ValueError:
+    except (ValueError, RecursionError):
         _garbage(line.strip(), watch, log)
         return None
 
@@ -371,8 +426,8 @@ class _AdoptedProcess:
 
 @asynccontextmanager
 async def stdio_link(
-    name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None
+    name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None, bounds: Bounds | None = None
 ) -> AsyncGenerator[Link, None]:
-    transport = stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt)
+    transport = stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt, bounds=bounds)
     async with transport as (read, write, watch, raw):
         yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
