@@ -21,7 +21,8 @@ deeper than ``max_json_depth`` is refused before ``json`` (or pydantic, the lane
 jsonschema) recurses on it, and both are answered with -32600 by the id read from the
 line's ends (``jsonrpc.peek_envelope``); the session goes on. A batch, or a request whose
 id is not a string or an integer, is answered -32600 too (the SDK's models would take the
-latter for a notification, leaving the client waiting).
+latter for a notification, leaving the client waiting), and so is a request before
+``initialize`` (``HandshakeGate``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from mcp_patchbay.jsonrpc import (
     deeper_than,
     encode,
     error_line,
+    is_request_id,
     peek_envelope,
     refusal,
 )
@@ -65,9 +67,47 @@ PEEK_WINDOW = 8192
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-Intercept = Callable[[dict[str, Any]], "bool | dict[str, Any]"]
-"""Takes a message (True), answers it at once (returns the answer, written by the wire;
-the SDK never sees the message), or leaves it to the SDK (False)."""
+Intercept = Callable[[dict[str, Any]], bool]
+
+_PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+"""In ``_meta`` only on 2026-07-28 requests: the SDK opens such a connection stateless."""
+NOT_INITIALIZED = (
+    "Invalid request: the session is not initialized. Send 'initialize', then "
+    "'notifications/initialized', before any other request (only 'ping' may come first)."
+)
+
+
+class HandshakeGate:
+    """Answers a request sent before ``initialize`` on a handshake-era connection.
+
+    The SDK answers it -32602 "Invalid request parameters", which sends a developer looking
+    at the params; here it is -32600 saying to initialize first. ``ping`` may come first (the
+    lifecycle allows it), and what opens the SDK's own gate opens this one: ``initialize``,
+    a bare ``notifications/initialized``, or a request carrying the 2026-07-28 envelope (a
+    stateless connection, which has no handshake). Pure: values in, values out.
+    """
+
+    def __init__(self) -> None:
+        self.open = False
+
+    def check(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to ``message`` if it may not pass yet, else None."""
+        if self.open:
+            return None
+        method, request_id = message.get("method"), message.get("id")
+        if method in ("initialize", "notifications/initialized"):
+            self.open = True
+            return None
+        if not isinstance(method, str) or method == "ping" or not is_request_id(request_id):
+            return None
+        params = message.get("params")
+        meta = cast("dict[str, Any]", params).get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and _PROTOCOL_VERSION_KEY in meta:
+            self.open = True
+            return None
+        logger.info("client sent %r (id %r) before initialize: refused", method, request_id)
+        error = {"code": types.INVALID_REQUEST, "message": NOT_INITIALIZED}
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 class Wire:
@@ -78,7 +118,7 @@ class Wire:
         """Write one message (a JSON-RPC object) to the client."""
         self.intercept = intercept
         """Offered every message read, from the very first (the handshake matters to it);
-        what it takes (returns True or an answer for) the SDK never sees."""
+        what it takes (returns True for) the SDK never sees."""
 
 
 @asynccontextmanager
@@ -105,6 +145,7 @@ async def stdio_streams(
         await writer.drain()
 
     wire = Wire(send, intercept)
+    gate = HandshakeGate()
 
     async def refuse(envelope: Envelope, why: str) -> None:
         text = f"Invalid request: the message was refused: {why}."
@@ -138,11 +179,11 @@ async def stdio_streams(
             writer.write(refused)
             return
         if isinstance(value, dict):
-            taken = wire.intercept(cast("dict[str, Any]", value))
-            if isinstance(taken, dict):
-                await send(taken)
+            early = gate.check(cast("dict[str, Any]", value))
+            if early is not None:
+                await send(early)
                 return
-            if taken:
+            if wire.intercept(cast("dict[str, Any]", value)):
                 return
         try:
             message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
@@ -200,11 +241,7 @@ async def message_wire(read: Any, write: Any, intercept: Intercept) -> AsyncGene
             async for item in read:
                 if isinstance(item, SessionMessage):
                     value = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                    taken = wire.intercept(value)
-                    if isinstance(taken, dict):
-                        await send(taken)
-                        continue
-                    if taken:
+                    if wire.intercept(value):
                         continue
                 await forward.send(item)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, cast
@@ -205,9 +206,10 @@ class LineSplitter:
         self._size += len(piece)
         if self._head is not None:
             self._tail = (self._tail + piece)[-self.window :]
-        elif self._size > self.limit:
-            line = b"".join([*self._parts, piece])
-            self._head, self._tail, self._parts = line[: self.window], line[-self.window :], []
+        elif self._size > self.limit:  # its ends only: joining it whole would double the memory
+            parts, self._parts = [*self._parts, piece], []
+            self._head = b"".join(_ends(parts, self.window))[: self.window]
+            self._tail = b"".join(reversed(_ends(reversed(parts), self.window)))[-self.window :]
         else:
             self._parts.append(piece)
 
@@ -218,6 +220,18 @@ class LineSplitter:
             line = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
         self._parts, self._size, self._head, self._tail = [], 0, None, b""
         return line
+
+
+def _ends(parts: Iterable[bytes], window: int) -> list[bytes]:
+    """The first of ``parts`` that hold ``window`` bytes together."""
+    kept: list[bytes] = []
+    size = 0
+    for part in parts:
+        kept.append(part)
+        size += len(part)
+        if size >= window:
+            break
+    return kept
 
 
 # --- the id of a line that is not parsed -------------------------------------------------

@@ -13,12 +13,7 @@ hand-offs) is pure cost, so the transport offers every message it reads to
   same ``Proxy.run_tool`` as the SDK's path, and its answer is written as JSON;
 - a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
   by the cancelled call); a cancelled call gets no answer, as the protocol asks;
-- anything else, malformed calls included, goes on to the SDK, which answers it;
-- but a request before ``initialize`` on a handshake connection (other than ``ping``, which
-  the lifecycle allows) is answered here, -32600 saying to initialize first: the SDK's
-  own answer is -32602 "Invalid request parameters", which sends a developer looking at
-  the params. (A request carrying the 2026-07-28 envelope opens a stateless connection,
-  which has no handshake: left to the SDK.)
+- anything else, malformed calls included, goes on to the SDK, which answers it.
 """
 
 from __future__ import annotations
@@ -30,7 +25,6 @@ from typing import Any, cast
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.deadlines import ProgressFn
@@ -45,13 +39,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 _PROTOCOL_META_PREFIX = "io.modelcontextprotocol/"
-_PROTOCOL_VERSION_KEY = f"{_PROTOCOL_META_PREFIX}protocolVersion"
-"""In ``_meta`` only on 2026-07-28 requests: the SDK opens such a connection stateless."""
-ALLOWED_BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
-NOT_INITIALIZED = (
-    "Invalid request: the session is not initialized. Send 'initialize', then "
-    "'notifications/initialized', before any other request (only 'ping' may come first)."
-)
 LATER_CALL_FIELDS = frozenset({"resultType", "requestState", "inputRequests"})
 """What the 2026-07-28 revision adds to a ``tools/call`` result: never sent on the lane's
 connections, which all speak an earlier revision (``initialize``)."""
@@ -65,9 +52,6 @@ class CallLane:
         self._send: Send | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._saw_initialize = False
-        self._gate_open = False
-        """Requests other than ``initialize`` and ``ping`` are let through: the client sent
-        ``initialize`` or ``notifications/initialized``, or opened a 2026-07-28 connection."""
         self.open = False
         """True once the client finished the handshake: from then on tool calls take the lane."""
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
@@ -85,17 +69,11 @@ class CallLane:
                 yield
             finally:
                 self._tg, self._send, self.open, self._saw_initialize = None, None, False, False
-                self._gate_open = False
                 tg.cancel_scope.cancel()
 
-    def offer(self, message: dict[str, Any]) -> bool | dict[str, Any]:
-        """Whether the lane took ``message`` (one message read from the client), or the answer
-        to write to it at once (a request before ``initialize``)."""
+    def offer(self, message: dict[str, Any]) -> bool:
+        """Whether the lane took ``message`` (one message read from the client)."""
         method = message.get("method")
-        if not self._gate_open and isinstance(method, str):
-            refused = self._before_initialize(method, message)
-            if refused is not None:
-                return refused
         if method == "tools/call":
             return self._take_call(message)
         if method == "notifications/cancelled":
@@ -108,29 +86,10 @@ class CallLane:
             return True
         if method == "initialize" and "id" in message:
             self._saw_initialize = True
-            self._gate_open = True
         elif method == "notifications/initialized" and self._saw_initialize and not self.open:
             self.open = True
             logger.debug("handshake done: tool calls now take the lane")
         return False
-
-    def _before_initialize(self, method: str, message: dict[str, Any]) -> dict[str, Any] | None:
-        """The answer to a request the client may not send yet; None for what may pass (and
-        the gate opens for what opens it)."""
-        if method == "notifications/initialized":  # the SDK lets a bare one open its gate too
-            self._gate_open = True
-            return None
-        request_id = message.get("id")
-        if "id" not in message or method in ALLOWED_BEFORE_INITIALIZE or not is_request_id(request_id):
-            return None
-        params = message.get("params")
-        meta = cast("dict[str, Any]", params).get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and _PROTOCOL_VERSION_KEY in meta:
-            self._gate_open = True  # the 2026-07-28 protocol: no handshake
-            return None
-        logger.info("client sent %r (id %r) before initialize: refused", method, request_id)
-        error = {"code": types.INVALID_REQUEST, "message": NOT_INITIALIZED}
-        return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
     def _take_call(self, message: dict[str, Any]) -> bool:
         request_id = message.get("id")
