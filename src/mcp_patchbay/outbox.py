@@ -75,7 +75,7 @@ class Outboxes:
         if outbox.closed:
             return
         if len(outbox) >= self.max_queued:
-            self._stuck(connection, outbox, f"{len(outbox)} notices waiting for it to read (max_queued_messages)")
+            self._stuck(connection, outbox, f"{len(outbox)} notices queued unread, max_queued_messages")
             return
         outbox.queue.append((method, params))
         if not outbox.sending:
@@ -94,7 +94,7 @@ class Outboxes:
                     except Exception:  # a session going away as we write: nothing to tell anyone
                         logger.debug("could not send %s to a session", method, exc_info=True)
                 if waited.cancelled_caught:
-                    self._stuck(connection, outbox, f"{method} waited {self.send_timeout:g} s to be read")
+                    self._stuck(connection, outbox, f"{method} unread for {self.send_timeout:g} s, send_timeout")
                     return
                 if queue:
                     queue.popleft()
@@ -106,7 +106,7 @@ class Outboxes:
         outbox.closed = True
         outbox.queue.clear()
         session_id = connection.session_id
-        logger.warning("closing session %s: its client does not read (%s)", session_id or "(no id)", why)
+        logger.warning("closing session %s: its client does not read its stream (%s)", session_id or "(no id)", why)
         if session_id is not None and self._end_session is not None and self.tg is not None:
             self.tg.start_soon(self._end, session_id)
 

@@ -12,6 +12,9 @@ through ``client_channel``; a 2026-07-28 client is asked through its call (``rou
 the call answers ``input_required`` and the client's retry resumes it). The client's
 stdio wire is ``client_wire``.
 Non-tool requests are ``passthrough``'s; what the client lists is ``exposure``'s.
+On the gateway every notice to a session (list changes here, resource updates and log
+messages in ``client_channel``) goes through that session's ``outbox``, never awaited;
+``subscriptions/listen`` streams have an audience per access, and quotas per member.
 
 One module on purpose, though past 450 lines: the tool path (``run_tool``, ``_fail``) and
 the change notifications both answer "what has this client been served", and the edge
@@ -791,10 +794,17 @@ class Proxy:
         return {"content": [{"type": "text", "text": json.dumps(snapshot, indent=1)}], "structuredContent": snapshot}
 
     def status_snapshot(self) -> dict[str, Any]:
-        """The health of the servers the current caller may use."""
+        """The health of the servers the current caller may use; a caller restricted by access
+        rules sees its own errors whole and others' only as health (``status.Viewer``)."""
+        from mcp_patchbay.status import Viewer  # here: this method is the one part of server.py the status owns
+
         view = self.view()
         upstreams = {n: u.status() for n, u in self.supervisor.upstreams.items() if n in view.servers}
-        return self.supervisor.status.snapshot(upstreams)
+        if view.access is None:
+            return self.supervisor.status.snapshot(upstreams)
+        ctx = _REQUEST.get()
+        caller = self._identity_of(ctx) if self._identity_of is not None and ctx is not None else None
+        return self.supervisor.status.snapshot(upstreams, Viewer(view.access, caller))
 
     def _pause_deadlines(self, server: str) -> AbstractContextManager[None]:
         upstream = self.supervisor.upstreams.get(server)
