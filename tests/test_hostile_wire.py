@@ -31,6 +31,7 @@ from mcp_patchbay.config.models import Settings
 from mcp_patchbay.errors import Code
 from mcp_patchbay.jsonrpc import Bounds, LineSplitter, Overlong, deeper_than, peek_envelope
 from tests.e2e_util import SERVERS, Rig, proxy_rig
+from tests.servers.http_fault_server import HttpFaults, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -323,3 +324,36 @@ async def test_a_burst_of_list_changed_costs_a_few_tools_list_not_one_each(tmp_p
         lists = int(await rig.ok("raw__lists"))
         assert lists <= 4, f"{lists} tools/list for 2,000 notices (1 at startup)"
         assert [name for name in names() if name.startswith("raw__v")] == ["raw__v2000"]
+
+
+# --- HTTP upstreams: the SDK's client parses; the proxy bounds what it reads -----------------------
+
+
+@asynccontextmanager
+async def http_rig(tmp_path: Path, **settings: Any) -> AsyncGenerator[Rig]:
+    async with serving(HttpFaults()) as url:
+        servers = {"web": {"url": f"{url}/mcp", "type": "http"}}
+        async with proxy_rig(tmp_path, servers, {"restart_initial_delay": 0.1, "timeout": 20, **settings}) as rig:
+            await rig.ready("web")
+            yield rig
+
+
+async def test_http_upstream_answer_over_the_limit_fails_only_its_call(tmp_path: Path) -> None:
+    """Regression: a streamable-HTTP answer had no cap from the proxy's setting (a JSON body was
+    read whole; an SSE event had the SDK's own 1 MiB, and the SDK's answer to it read as the
+    connection's end: CONNECTION_LOST and a reconnect). Past max_message_bytes it fails its call
+    alone; the connection stays."""
+    async with http_rig(tmp_path, max_message_bytes=SMALL_LIMIT) as rig:
+        refused = await rig.call("web__echo", {"text": "x" * (2 * SMALL_LIMIT)}, within=ANSWER_WAIT)
+        assert refused.result.is_error
+        assert "refused the server's answer: it is over the limit" in refused.error["message"], refused.error
+        assert '"tool": "echo"' in await rig.ok("web__echo", {"text": "small"})
+        assert rig.upstream("web").restarts == 0
+
+
+async def test_http_upstream_answer_under_the_limit_but_over_one_mib_is_served(tmp_path: Path) -> None:
+    """Regression: the SDK's streamable-HTTP client caps an SSE event at 1 MiB by default, so a
+    2 MiB answer failed though max_message_bytes (32 MiB) allows it; it reaches the result limit."""
+    async with http_rig(tmp_path) as rig:
+        result = await rig.call("web__echo", {"text": "y" * (2 * 2**20)}, within=ANSWER_WAIT)
+        assert not result.result.is_error or result.error["code"] == Code.RESULT_TOO_LARGE, result.result

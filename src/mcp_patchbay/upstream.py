@@ -551,9 +551,14 @@ class Upstream:
         if self.connector is not None:
             return self.connector(self.name, spec)
         adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
-        if isinstance(spec, StdioSpec):  # with the settings' bounds on every line (open_link has the defaults)
+        # The settings' bounds on every message (open_link gives the links the defaults).
+        if isinstance(spec, StdioSpec):
             return stdio_link(self.name, spec, adopt, Bounds.of(self.settings))
         auth = self.gate.provider() if self.gate is not None else None
+        if spec.transport != "sse":
+            from mcp_patchbay.transports.http import streamable_http_link  # the SDK's HTTP client: when needed
+
+            return streamable_http_link(spec, self.settings.connect_timeout, auth, Bounds.of(self.settings))
         return open_link(self.name, spec, self.settings.connect_timeout, adopt, auth)
 
     async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:

@@ -14,6 +14,17 @@ as the JSON-RPC answer is in, before the body's last chunk is read, and httpcore
 drops the connection, so every call opened a new one (a TIME-WAIT socket per call).
 ``_DrainingTransport`` reads the rest of such a body on close (the server ends it right
 after the answer; ``DRAIN_SECONDS`` at most), so the connection goes back to the pool.
+
+Bounds (``jsonrpc.Bounds``, the settings' ``max_message_bytes`` and ``max_json_depth``):
+the SDK's streamable-HTTP client parses every answer itself, with pydantic-core, whose
+JSON parser refuses nesting past about 200 levels (below Python's stack limit) and answers
+that request alone with -32700; it caps one SSE event at ``max_sse_event_size`` (given
+the setting here: its default of 1 MiB failed larger results) and answers that request
+with its "SSE stream failed" stand-in, which reads as the connection's end, so
+``oversized`` rewords it as the proxy's refusal of that one answer; a JSON body it reads
+whole, without a cap: ``_DrainingTransport`` stops one past the setting
+(``MessageTooLarge``, which the SDK answers as that request's -32700). The legacy SSE
+transport is left as the SDK has it: events over 1 MiB end the connection.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
-from mcp_patchbay.jsonrpc import request_id_in
+from mcp_patchbay.jsonrpc import Bounds, request_id_in
 from mcp_patchbay.transports.link import Link
 
 DRAIN_SECONDS = 0.25
@@ -55,11 +66,71 @@ class _DrainOnClose(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class MessageTooLarge(httpx2.StreamError):
+    """A JSON body past ``max_message_bytes``: the SDK's client answers its request with it."""
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, bounds: Bounds) -> None:
+        self._inner = inner
+        self._bounds = bounds
+
+    async def __aiter__(self) -> AsyncGenerator[bytes]:
+        size = 0
+        async for part in self._inner:
+            size += len(part)
+            if size > self._bounds.max_bytes:
+                raise MessageTooLarge(f"the proxy refused the server's answer: {self._bounds.too_long(size)}")
+            yield part
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+_SSE_EVENT_TOO_LARGE = "SSE stream failed: Server-sent event exceeded"
+REFUSED_KEY = "patchbay/refused"
+"""In the ``data`` of an error answer the proxy made for an answer it refused (too large)."""
+
+
+def oversized(bounds: Bounds) -> Callable[[SessionMessage | Exception], SessionMessage | Exception]:
+    """The SDK's answer to a request whose SSE event was over the cap, as the proxy's refusal
+    of that one answer (with ``data``: not the transport's close, so the connection stays)."""
+
+    def reword(message: SessionMessage | Exception) -> SessionMessage | Exception:
+        if isinstance(message, Exception):
+            return message
+        answer = message.message
+        if not isinstance(answer, types.JSONRPCError) or not answer.error.message.startswith(_SSE_EVENT_TOO_LARGE):
+            return message
+        text = f"the proxy refused the server's answer: it is over the limit of {bounds.max_bytes:,} bytes"
+        error = types.ErrorData(
+            code=types.INTERNAL_ERROR, message=text, data={REFUSED_KEY: "patchbay.max_message_bytes"}
+        )
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=error), metadata=message.metadata)
+
+    return reword
+
+
+def capped(response: httpx2.Response, bounds: Bounds) -> httpx2.Response:
+    """``response`` with a JSON body read no further than ``bounds.max_bytes``."""
+    stream = response.stream
+    if response.headers.get("content-type", "").startswith("application/json") and isinstance(
+        stream, httpx2.AsyncByteStream
+    ):
+        response.stream = _CappedBody(stream, bounds)
+    return response
+
+
 class _DrainingTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's transport; a POST's SSE answer is read to its end before it is closed."""
+    """httpx2's transport; a POST's SSE answer is read to its end before it is closed, and a
+    JSON body no further than the bounds."""
+
+    def __init__(self, bounds: Bounds) -> None:
+        super().__init__()
+        self._bounds = bounds
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await super().handle_async_request(request)
+        response = capped(await super().handle_async_request(request), self._bounds)
         stream = response.stream
         if (
             request.method == "POST"
@@ -141,15 +212,25 @@ def http_error_data(error: types.ErrorData, status: int, retry_after: str | None
 
 
 def streamable_http_link(
-    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None
+    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None, bounds: Bounds | None = None
 ) -> AbstractAsyncContextManager[Link]:
+    bounds = bounds or Bounds()
     statuses = HttpStatuses()  # one per connection: request ids start again with each
     hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
     timeout = httpx2.Timeout(connect_timeout, read=300.0)
     client = httpx2.AsyncClient(
-        headers=dict(spec.headers), timeout=timeout, event_hooks=hooks, auth=auth, transport=_DrainingTransport()
+        headers=dict(spec.headers),
+        timeout=timeout,
+        event_hooks=hooks,
+        auth=auth,
+        transport=_DrainingTransport(bounds),
     )
-    return _streams_link(_client_then_transport(client, spec.url), transform=statuses.stamp)
+    reword = oversized(bounds)
+
+    def transform(message: SessionMessage | Exception) -> SessionMessage | Exception:
+        return reword(statuses.stamp(message))
+
+    return _streams_link(_client_then_transport(client, spec.url, bounds), transform=transform)
 
 
 @asynccontextmanager
@@ -220,8 +301,8 @@ class _RefusalsAfter(httpx2.Auth):
 
 
 @asynccontextmanager
-async def _client_then_transport(client: httpx2.AsyncClient, url: str) -> AsyncGenerator[Any, None]:
-    async with client, streamable_http_client(url, http_client=client) as streams:
+async def _client_then_transport(client: httpx2.AsyncClient, url: str, bounds: Bounds) -> AsyncGenerator[Any, None]:
+    async with client, streamable_http_client(url, http_client=client, max_sse_event_size=bounds.max_bytes) as streams:
         yield streams
 
 
@@ -267,4 +348,4 @@ async def _streams_link(
                 tg.cancel_scope.cancel()
 
 
-__all__ = ["HttpStatuses", "http_error_data", "sse_link", "streamable_http_link"]
+__all__ = ["HttpStatuses", "MessageTooLarge", "capped", "http_error_data", "sse_link", "streamable_http_link"]
