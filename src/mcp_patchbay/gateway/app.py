@@ -299,12 +299,17 @@ class Gateway:
                 if signals:
                     tg.start_soon(self._on_signals, server)
                 tg.start_soon(self._announce, server, task_status)
-                async with anyio.create_task_group() as listeners:
-                    if self._metrics_server is not None:
-                        listeners.start_soon(self._metrics_server.serve)
-                    await server.serve()
-                    if self._metrics_server is not None:
-                        self._metrics_server.should_exit = True
+                try:
+                    async with anyio.create_task_group() as listeners:
+                        if self._metrics_server is not None:
+                            listeners.start_soon(self._metrics_server.serve)
+                        await server.serve()
+                        if self._metrics_server is not None:
+                            self._metrics_server.should_exit = True
+                finally:  # cancelled, uvicorn leaves its listening sockets open
+                    for listener in (server, self._metrics_server):
+                        for bound in listener.servers if listener is not None else ():
+                            bound.close()
             tg.cancel_scope.cancel()
 
     async def _announce(self, server: uvicorn.Server, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
