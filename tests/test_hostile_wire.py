@@ -19,13 +19,16 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 import mcp_types as types
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from mcp_patchbay.config.models import Settings
 from mcp_patchbay.errors import Code
@@ -100,6 +103,77 @@ def test_line_splitter_skips_an_overlong_line_as_it_streams_keeping_only_its_end
     assert isinstance(overlong, Overlong)
     assert (overlong.head, overlong.tail, overlong.size) == (b"x" * 10, b"yyyyyyyyyz", 150 + 1_000_000 + 2)
     assert following == b"next"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ ab:,', max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+def depth_of(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((depth_of(v) for v in cast("list[Any]", value)), default=0)
+    if isinstance(value, dict):
+        return 1 + max((depth_of(v) for v in cast("dict[str, Any]", value).values()), default=0)
+    return 0
+
+
+@examples(max_examples=300, deadline=None)
+@given(value=json_values, limit=st.integers(0, 6), indent=st.sampled_from([None, 1]))
+def test_deeper_than_agrees_with_the_parsed_depth(value: Any, limit: int, indent: int | None) -> None:
+    line = json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    assert deeper_than(line, limit) == (depth_of(value) > limit)
+
+
+@examples(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    cuts=st.lists(st.integers(1, 30), min_size=1, max_size=5),
+)
+def test_line_splitter_gives_back_the_lines_however_the_bytes_are_cut(lines: list[bytes], cuts: list[int]) -> None:
+    data = b"".join(line + b"\n" for line in lines)
+    splitter = LineSplitter(20, window=4)
+    out: list[bytes | Overlong] = []
+    position, turn = 0, 0
+    while position < len(data):
+        step = cuts[turn % len(cuts)]
+        out += splitter.feed(data[position : position + step])
+        position, turn = position + step, turn + 1
+    assert len(out) == len(lines)
+    for line, got in zip(lines, out, strict=True):
+        if len(line) <= 20:
+            assert got == line
+        else:
+            assert isinstance(got, Overlong)
+            assert (got.head, got.tail, got.size) == (line[:4], line[-4:], len(line))
+
+
+@examples(max_examples=200, deadline=None)
+@given(
+    request_id=st.integers(-(2**53), 2**53) | st.text(max_size=12),
+    order=st.permutations(["jsonrpc", "id", "method", "params"]),
+    filler=json_values,
+    depth=st.integers(120, 400),
+)
+def test_peek_envelope_finds_the_id_in_any_key_order(
+    request_id: int | str, order: list[str], filler: Any, depth: int
+) -> None:
+    """A refused request, its members in any order and its params deep and long: read from its
+    ends (the id is never in the middle of a line whose other members are this short)."""
+    members = {
+        "jsonrpc": '"2.0"',
+        "id": json.dumps(request_id),
+        "method": '"tools/call"',
+        "params": '{"decoy":{"id":"no"},"f":' + json.dumps(filler) + ',"a":' + nested(depth) + "}",
+    }
+    line = ("{" + ",".join(f'"{key}":{members[key]}' for key in order) + "}").encode()
+    envelope = peek_envelope(line[:8192], line[-8192:])
+    assert envelope.request_id == request_id
+    assert envelope.keys == {"id", "method"}
 
 
 # --- the client's side, over stdio ------------------------------------------------------------
