@@ -141,10 +141,12 @@ async def test_access_rules_hide_servers_and_tools_per_token() -> None:
             bob_names = {t.name for t in (await bob.list_tools()).tools}
             assert alice_names == {"time__now", "notes__add"}
             assert bob_names == {"time__now"}
+            # What a member may not use answers as a tool that does not exist (no existence oracle).
             denied = await bob.call_tool("notes__add", {"note": "x"})
-            assert error_info(denied)["code"] == "TOOL_NOT_AVAILABLE"
+            assert error_info(denied)["code"] == "TOOL_NOT_FOUND"
+            assert "notes" not in result_text(denied).replace("notes__add", "")
             hidden = await alice.call_tool("notes__delete_all", {})
-            assert error_info(hidden)["code"] == "TOOL_NOT_AVAILABLE"
+            assert error_info(hidden)["code"] == "TOOL_NOT_FOUND"
             near = await bob.call_tool("notes__ad", {})  # a near miss is never suggested across the line
             assert "notes__add" not in result_text(near)
             assert result_text(await alice.call_tool("notes__add", {"note": "hi"})) == "hi"

@@ -307,3 +307,21 @@ def test_a_member_sees_its_own_errors_whole_and_others_as_health() -> None:
     assert "delete_all" not in json.dumps(alice) and set(alice["servers"]["notes"]["tool_stats"]) == {"broken"}
     assert "last_error" in alice["servers"]["notes"] and "message" not in alice["servers"]["notes"]["last_error"]
     assert len(registry.snapshot({"time": health, "notes": health})["recent_errors"]) == 6  # stdio: everything
+
+
+async def test_a_member_sees_its_own_failed_calls_whole_in_the_status() -> None:
+    """The status names a member's own mistakes (the name it got wrong, the text it was told)
+    while another member's stay health only: ``Proxy._fail`` records who called. (On the
+    gateway every call comes through the SDK's server; in memory, the 2026-07-28 era does.)"""
+    member = Member(BOB, "token:bob")
+    async with serving(_servers(), member, mode="auto", status_tool=True) as (_, client):
+        assert (await client.call_tool("bob_typo_tool", {})).is_error
+        assert (await client.call_tool("time__zone", {})).is_error
+        (status,) = {json.dumps(s) for s in await _status_both_ways(client)}
+        assert "bob_typo_tool" in status
+        recent = json.loads(status)["recent_errors"]
+        assert [e["called"] for e in recent] == ["bob_typo_tool", "time__zone"]
+        member.name = "token:bob2"  # another member with the same access
+        for other in await _status_both_ways(client):
+            assert "bob_typo_tool" not in json.dumps(other)
+            assert [set(e) for e in other["recent_errors"]] == [{"at", "code", "server", "tool"}]

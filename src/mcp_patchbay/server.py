@@ -751,7 +751,9 @@ class Proxy:
         in an error, and would drop the proxy's answer)."""
         server = server or error.server
         tool = target.upstream_name if target is not None else error.tool
-        self.supervisor.status.record_error(error, called=called, server=server, tool=tool)
+        ctx = _REQUEST.get()
+        caller = self._identity_of(ctx) if self._identity_of is not None and ctx is not None else None
+        self.supervisor.status.record_error(error, called=called, server=server, tool=tool, caller=caller)
         if self.on_call is not None:
             self.on_call(server, tool, error.code.value, time.monotonic() - started)
         # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
