@@ -169,7 +169,7 @@ async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no
             sub = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": LONG_URI}}
             assert "error" not in (await _post(http, sub, session)).text
             async with (
-                stuck_get_stream(host, int(port), session),
+                stuck_get_stream(host, int(port), session) as stuck,
                 client(base, message_handler=on_message) as normal,
             ):
                 await normal.list_tools()
@@ -181,6 +181,14 @@ async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no
                     while session in gateway.manager._server_instances:  # pyright: ignore[reportPrivateUsage]
                         await anyio.sleep(0.05)
                 assert f"closing session {session}" in caplog.text
+                # Its connection is dropped at once, unread data and all (it lingered with its unsent
+                # data until uvicorn's 5 s keep-alive timer closed it; a bound of 2 s tells them apart).
+                server = gateway._server  # pyright: ignore[reportPrivateUsage]
+                assert server is not None
+                stuck_port = stuck.getsockname()[1]
+                with anyio.fail_after(2):
+                    while any(c.client and c.client[1] == stuck_port for c in server.server_state.connections):  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+                        await anyio.sleep(0.05)
                 assert gateway.proxy.outboxes is not None
                 with anyio.fail_after(5):
                     while gateway.proxy.outboxes.senders:

@@ -120,13 +120,33 @@ class SessionManager(StreamableHTTPSessionManager):
         """Session id -> the member that opened it."""
         self._held: Counter[str] = Counter()
         """Member -> sessions it holds."""
+        self._streams: dict[str, set[Callable[[], None]]] = {}
+        """Session id -> how to drop the connection of each GET stream it has open."""
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") == "POST":
+        method = scope.get("method")
+        if method == "POST":
             replay = await self._read_body(scope, receive)
             if replay is None:
                 return
             receive = replay
+        elif method == "GET":
+            # The session's standalone stream: while it is open, ``end_session`` can drop its
+            # connection (a client that reads nothing would otherwise hold it, and the task
+            # writing to it, until the client itself hung up).
+            session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+            extensions = cast("dict[str, Any]", scope.get("extensions") or {})
+            abort = cast("Callable[[], None] | None", extensions.get(ABORT_EXTENSION))
+            if session_id is not None and abort is not None:
+                held = self._streams.setdefault(session_id, set())
+                held.add(abort)
+                try:
+                    await super().handle_request(scope, receive, send)
+                finally:
+                    held.discard(abort)
+                    if not held and self._streams.get(session_id) is held:
+                        del self._streams[session_id]
+                return
         await super().handle_request(scope, receive, send)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
@@ -214,16 +234,24 @@ class SessionManager(StreamableHTTPSessionManager):
         return self._held[member]
 
     async def end_session(self, session_id: str) -> None:
-        """End one session now (its streams close; its id answers 404 from here on)."""
+        """End one session now: its id answers 404 from here on, and the connections of its
+        GET streams are dropped (the session is ended because its client does not read: a
+        clean end of the stream could never be written)."""
         transport = self._server_instances.get(session_id)  # pyright: ignore[reportPrivateUsage]
         if transport is not None:
             await self._discard_session(session_id, transport)
+        for abort in list(self._streams.pop(session_id, ())):
+            abort()
 
     async def close_sessions(self) -> None:
         """End every session now (their GET streams end cleanly; later requests get 404)."""
         for session_id, transport in list(self._server_instances.items()):  # pyright: ignore[reportPrivateUsage]
             await self._discard_session(session_id, transport)
 
+
+ABORT_EXTENSION = "patchbay.abort"
+"""The ASGI scope extension under which the gateway's listener (``gateway.edge``) lends a
+request a way to drop its connection at once, unsent data and all."""
 
 QUOTA_RETRY_AFTER = 30
 """Seconds a member over its session quota is told to wait (``Retry-After``): long enough

@@ -39,10 +39,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
+
+from mcp_patchbay.sdk import ABORT_EXTENSION
 
 __all__ = ["EdgeLimits", "Refusals", "guarded_protocol", "raise_open_files_limit"]
 
@@ -128,7 +131,16 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
         def on_headers_complete(self) -> None:
             self._head_bytes = None
             self._arm(limits.body_timeout, self._body_timed_out)
+            extensions = cast("dict[str, Any]", self.scope).setdefault("extensions", {})
+            extensions[ABORT_EXTENSION] = self._abort
             super().on_headers_complete()
+
+        def _abort(self) -> None:
+            """Drop the connection now, whatever is still unsent (``sdk.ABORT_EXTENSION``)."""
+            self._disarm()
+            if not self.transport.is_closing() or self.transport.get_write_buffer_size():
+                logger.debug("%s: connection dropped (its session was ended)", self._who())
+            self.transport.abort()
 
         def on_message_complete(self) -> None:
             self._head_bytes = 0
