@@ -420,7 +420,10 @@ async def test_http_upstream_answer_over_the_limit_fails_only_its_call(tmp_path:
     async with http_rig(tmp_path, max_message_bytes=SMALL_LIMIT) as rig:
         refused = await rig.call("web__echo", {"text": "x" * (2 * SMALL_LIMIT)}, within=ANSWER_WAIT)
         assert refused.result.is_error
-        assert "refused the server's answer: it is over the limit" in refused.error["message"], refused.error
+        # Told as what it is, not as a retryable SERVER_ERROR (which a read-only tool would be sent again for).
+        assert refused.error["code"] == Code.RESULT_TOO_LARGE, refused.error
+        assert not refused.error["retryable"]
+        assert "more data than the proxy accepts" in refused.error["message"], refused.error
         assert '"tool": "echo"' in await rig.ok("web__echo", {"text": "small"})
         assert rig.upstream("web").restarts == 0
 

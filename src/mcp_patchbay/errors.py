@@ -378,9 +378,40 @@ def _is_transport_close(exc: MCPError) -> bool:
     return exc.data is None and (message == "Connection closed" or message.startswith("SSE stream "))
 
 
+REFUSED_KEY = "patchbay/refused"
+"""In the ``data`` of the error answer the proxy hands the SDK's session in place of an
+upstream answer it refused unparsed (too long, nested too deeply): the code to report."""
+
+
+def refused_answer(server: str, code: Code, why: str, tool: str | None = None) -> UpstreamError:
+    """What the model hears of a call whose answer the proxy refused unparsed: ``code`` is
+    ``RESULT_TOO_LARGE`` (over ``max_message_bytes``) or ``PROTOCOL_ERROR`` (too deep)."""
+    where = f"'{server}'"
+    if code is Code.RESULT_TOO_LARGE:
+        text = (
+            f"Server {where} answered with more data than the proxy accepts in one message, so the answer was "
+            "dropped. Ask for less (a smaller page, range or file), or tell the user."
+        )
+    else:
+        text = (
+            f"Server {where} answered with data nested too deeply for the proxy, so the answer was dropped. "
+            "Retry with other arguments, or tell the user."
+        )
+    return UpstreamError(code, text, detail=f"the answer was refused: {why}", server=server, tool=tool)
+
+
+def refusal_data(code: Code) -> dict[str, str]:
+    """The ``data`` of an error answer standing for a refused one (``refused_answer`` reads it back)."""
+    return {REFUSED_KEY: code.value}
+
+
 def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeout: float | None) -> PatchbayError:
     where = f"'{server}'"
     message = exc.message or ""
+    data: Any = exc.data
+    refused = cast("dict[str, Any]", data).get(REFUSED_KEY) if isinstance(data, dict) else None
+    if refused in (Code.RESULT_TOO_LARGE.value, Code.PROTOCOL_ERROR.value):
+        return refused_answer(server, Code(refused), message, tool)
     if exc.code == types.CONNECTION_CLOSED and _is_transport_close(exc):
         return UpstreamError(
             Code.CONNECTION_LOST,

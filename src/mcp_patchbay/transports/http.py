@@ -42,7 +42,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
+from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY, Code, refusal_data
 from mcp_patchbay.jsonrpc import Bounds, request_id_in
 from mcp_patchbay.transports.link import Link
 
@@ -88,8 +88,6 @@ class _CappedBody(httpx2.AsyncByteStream):
 
 
 _SSE_EVENT_TOO_LARGE = "SSE stream failed: Server-sent event exceeded"
-REFUSED_KEY = "patchbay/refused"
-"""In the ``data`` of an error answer the proxy made for an answer it refused (too large)."""
 
 
 def oversized(bounds: Bounds) -> Callable[[SessionMessage | Exception], SessionMessage | Exception]:
@@ -103,9 +101,7 @@ def oversized(bounds: Bounds) -> Callable[[SessionMessage | Exception], SessionM
         if not isinstance(answer, types.JSONRPCError) or not answer.error.message.startswith(_SSE_EVENT_TOO_LARGE):
             return message
         text = f"the proxy refused the server's answer: it is over the limit of {bounds.max_bytes:,} bytes"
-        error = types.ErrorData(
-            code=types.INTERNAL_ERROR, message=text, data={REFUSED_KEY: "patchbay.max_message_bytes"}
-        )
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=text, data=refusal_data(Code.RESULT_TOO_LARGE))
         return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=answer.id, error=error), metadata=message.metadata)
 
     return reword

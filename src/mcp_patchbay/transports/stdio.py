@@ -50,7 +50,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import StdioSpec
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors import Code, refusal_data, refused_answer
 from mcp_patchbay.jsonrpc import Bounds, Envelope, LineSplitter, Overlong, deeper_than, error_line, peek_envelope
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
@@ -153,10 +153,12 @@ async def stdio_transport(
                     error_line(request_id, types.INVALID_REQUEST, f"Invalid request: refused: {why}.")
                 )
             return
-        if raw is not None and isinstance(request_id, str) and raw.fail(request_id, _refused(server, code, why)):
+        if raw is not None and isinstance(request_id, str) and raw.fail(request_id, refused_answer(server, code, why)):
             return
         # An answer to a request of the SDK's session (a list, a resource): it fails with the reason.
-        error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"The proxy refused the server's answer: {why}.")
+        error = types.ErrorData(
+            code=types.INTERNAL_ERROR, message=f"The proxy refused the server's answer: {why}.", data=refusal_data(code)
+        )
         await read_writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
 
     async def take_line(line: bytes | Overlong) -> None:
@@ -237,22 +239,6 @@ async def stdio_transport(
                 for stream in (read_stream, write_stream, read_writer, write_reader):
                     await stream.aclose()
             tg.cancel_scope.cancel()
-
-
-def _refused(server: str, code: Code, why: str) -> UpstreamError:
-    """What the model hears of a call whose answer the proxy refused unparsed."""
-    where = f"'{server}'"
-    if code is Code.RESULT_TOO_LARGE:
-        text = (
-            f"Server {where} answered with more data than the proxy accepts in one message, so the answer was "
-            "dropped. Ask for less (a smaller page, range or file), or tell the user."
-        )
-    else:
-        text = (
-            f"Server {where} answered with data nested too deeply for the proxy, so the answer was dropped. "
-            "Retry with other arguments, or tell the user."
-        )
-    return UpstreamError(code, text, detail=f"the answer was refused: {why}", server=server)
 
 
 def _parse(line: bytes, watch: ProcessWatch, log: logging.Logger) -> dict[str, Any] | None:
