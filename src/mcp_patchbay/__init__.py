@@ -19,15 +19,16 @@ The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
 Modules, by what they own:
 
 - Entry and wiring: ``cli`` (arguments, logging, ``serve``, ``check``, ``login`` and
-  ``logout``), ``gateway/`` (``serve --http``: the ASGI app and its life, sign-in, access
-  rules, metrics, resumable SSE events), ``server``
+  ``logout``), ``gateway/`` (``serve --http``: the ASGI app and its life, the listener's limits,
+  sign-in, who is calling, access rules, metrics, resumable SSE events), ``server``
   (``Proxy``: the SDK's server, change notifications, the tool path and the one edge
   where errors become results), ``supervisor`` (all upstreams: start, startup wait,
   catalog rebuilds, reload), ``watch`` (config file changes, SIGHUP).
 - The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines),
   ``lane`` (handshake-era ``tools/call`` past the SDK's server), ``client_channel``
   (requests and notifications upstreams send back to the client, routed to the session
-  whose call caused them), ``rounds`` (a 2026-07-28 client's ``tools/call`` suspended while
+  whose call caused them), ``outbox`` (on the gateway, each session's notices queued and
+  written by a task of its own; a session that does not read is ended), ``rounds`` (a 2026-07-28 client's ``tools/call`` suspended while
   its 2025-era upstream's sampling, elicitation or roots request is put to the client as
   ``input_required``; ``requestState`` sealed by the SDK's boundary), ``passthrough``
   (resources, prompts, completion, logging level, roots), ``exposure`` (what the client
@@ -39,7 +40,8 @@ Modules, by what they own:
   ``find_tools``' answers), ``results`` (the size limit), ``errors`` (the error tree,
   the one code table, the one translation of foreign exceptions), ``deadlines`` (a
   call's deadline: bound, extended, paused), ``policies`` (breaker, deadline, bulkhead
-  and retry around a call), ``jsonrpc`` (framing and ids both lanes share), ``status``
+  and retry around a call), ``jsonrpc`` (framing and ids both lanes share, and the bounds
+  on a message before it is parsed: size, depth, its id read unparsed), ``status``
   (counts per server and tool), ``redaction`` (credentials cut from every log line).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
   ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
@@ -52,7 +54,7 @@ Modules, by what they own:
   sign-in while serving, ``commands`` ``login`` and ``logout``).
 
 I/O happens only in ``cli``, ``gateway/``, ``rounds``, ``watch``, ``client_wire``, ``lane``, ``server``,
-``client_channel``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
+``client_channel``, ``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
 ``transports/``, ``rawcalls``, ``sdk``, ``spawn`` and ``oauth/`` (the browser, the
 loopback listener, the tokens' files); ``config.loading`` reads the one file.
 

@@ -88,6 +88,7 @@ from mcp_patchbay.results import bounded
 from mcp_patchbay.rounds import AUDIENCE, Rounds, answers_input, refused_state_as_result, state_security
 from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.spawn import Prespawned
+from mcp_patchbay.status import Viewer
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
 from mcp_patchbay.upstream import Upstream
@@ -798,8 +799,6 @@ class Proxy:
     def status_snapshot(self) -> dict[str, Any]:
         """The health of the servers the current caller may use; a caller restricted by access
         rules sees its own errors whole and others' only as health (``status.Viewer``)."""
-        from mcp_patchbay.status import Viewer  # here: this method is the one part of server.py the status owns
-
         view = self.view()
         upstreams = {n: u.status() for n, u in self.supervisor.upstreams.items() if n in view.servers}
         if view.access is None:

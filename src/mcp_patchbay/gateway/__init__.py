@@ -1,8 +1,10 @@
 """The HTTP gateway: ``mcp-patchbay serve --http``, one proxy for a team's clients.
 
 - ``app``: the ASGI application (``/mcp`` on the SDK's streamable HTTP transport, both
-  protocol eras; ``/healthz``, ``/readyz``, ``/metrics``; Host and Origin checks) and its
-  life under uvicorn: startup, SIGTERM drain, shutdown.
+  protocol eras; ``/healthz``, ``/readyz``; Host and Origin checks), ``/metrics`` on a
+  listener of its own, and their life under uvicorn: startup, SIGTERM drain, shutdown.
+- ``edge``: the listener below HTTP (uvicorn's httptools protocol with the header size,
+  header and body timeouts and connection count bounded; a way to drop a connection).
 - ``auth``: who may connect (static bearer tokens, JWTs checked against an issuer's
   JWKS, Protected Resource Metadata and the ``WWW-Authenticate`` challenge).
 - ``access``: who sees what (servers and tools per token or claim).
