@@ -28,9 +28,10 @@ Modules, by what they own:
   ``lane`` (handshake-era ``tools/call`` past the SDK's server), ``client_channel``
   (requests and notifications upstreams send back to the client, routed to the session
   whose call caused them), ``outbox`` (on the gateway, each session's notices queued and
-  written by a task of its own; a session that does not read is ended), ``rounds`` (a 2026-07-28 client's ``tools/call`` suspended while
-  its 2025-era upstream's sampling, elicitation or roots request is put to the client as
-  ``input_required``; ``requestState`` sealed by the SDK's boundary), ``passthrough``
+  written by a task of its own; a session that does not read is ended), ``rounds`` (a
+  2026-07-28 client's ``tools/call`` suspended while its 2025-era upstream's sampling,
+  elicitation or roots request is put to the client as ``input_required``;
+  ``requestState`` sealed by the SDK's boundary), ``passthrough``
   (resources, prompts, completion, logging level, roots), ``exposure`` (what the client
   lists: every tool, or search mode's ``find_tools`` and ``call_tool``).
 - Pure cores, values in and out: ``config/`` (the file: models, loading, ``${VAR}``,
