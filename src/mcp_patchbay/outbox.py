@@ -11,8 +11,14 @@ stalls only its own sender, and then is ended:
 - a queue that reaches ``gateway.max_queued_messages``
 
 ends the session (``sdk.SessionManager.end_session``, logged at WARNING with the session
-id and why), and its queue is dropped. So a stuck session costs at most its queue and
-one task, and no loop ever awaits one session on behalf of others.
+id and why; past ``WARNINGS_PER_MINUTE`` a minute, at DEBUG, counted in the next WARNING,
+so an attacker cannot flood the log), and its queue is dropped. So a stuck session costs
+at most its queue and one task, and no loop ever awaits one session on behalf of others.
+
+A notice already waiting in a queue is not queued again: a list change, or an update of a
+resource URI, says only that something changed since the client last looked, so one is
+as good as many. A client slow to read gets each change once, and an upstream that sends
+thousands of updates of one resource fills no queue; log messages are all kept.
 
 stdio has one client and keeps sending in place (``client_channel``); results never
 come here (they are answers, on the request's own stream).
@@ -21,6 +27,7 @@ come here (they are answers, on the request's own stream).
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -33,6 +40,17 @@ logger = logging.getLogger("mcp_patchbay.outbox")
 
 EndSession = Callable[[str], Awaitable[None]]
 """Ends one HTTP session by id (the gateway's session manager)."""
+WARNINGS_PER_MINUTE = 10
+"""Sessions ended for not reading that are logged at WARNING in a minute; the rest at DEBUG."""
+_COALESCED = frozenset(
+    {
+        "notifications/resources/updated",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+    }
+)
+"""Notices that say only "this changed": one queued is as good as several."""
 _KEY = "mcp_patchbay.outbox"
 """Where a connection keeps its outbox (``Connection.state``): it lives and dies with the session."""
 
@@ -40,10 +58,12 @@ _KEY = "mcp_patchbay.outbox"
 class Outbox:
     """One session's notices not yet written, and whether a sender is at work on them."""
 
-    __slots__ = ("closed", "queue", "sending")
+    __slots__ = ("closed", "queue", "queued", "sending")
 
     def __init__(self) -> None:
         self.queue: deque[tuple[str, Mapping[str, Any] | None]] = deque()
+        self.queued: set[tuple[str, object]] = set()
+        """The coalesced notices in ``queue`` (method, and URI for a resource update)."""
         self.sending = False
         self.closed = False
         """Ended for being stuck: later notices are dropped."""
@@ -55,7 +75,14 @@ class Outbox:
 class Outboxes:
     """The gateway's outboxes: ``post`` a notice to a session, never waiting for it."""
 
-    def __init__(self, *, send_timeout: float, max_queued: int, end_session: EndSession | None) -> None:
+    def __init__(
+        self,
+        *,
+        send_timeout: float,
+        max_queued: int,
+        end_session: EndSession | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.send_timeout = send_timeout
         self.max_queued = max_queued
         self._end_session = end_session
@@ -63,6 +90,13 @@ class Outboxes:
         """Where senders and session ends run (the proxy's background group); None: not running."""
         self.senders = 0
         """Sender tasks at work now (one per session with notices queued)."""
+        self.ended = 0
+        """Sessions ended for not reading, since start."""
+        self._clock = clock
+        self._window: tuple[float, int] = (-60.0, 0)
+        """The minute the WARNINGs are counted in: its start, and how many were logged."""
+        self._quiet = 0
+        """Sessions ended and logged at DEBUG since the last WARNING."""
 
     def post(self, connection: Connection, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Queue a notice for ``connection``'s client; a sender writes it in order."""
@@ -74,6 +108,11 @@ class Outboxes:
             outbox = connection.state[_KEY] = Outbox()
         if outbox.closed:
             return
+        key = _coalescing_key(method, params)
+        if key is not None:
+            if key in outbox.queued:
+                return
+            outbox.queued.add(key)
         if len(outbox) >= self.max_queued:
             self._stuck(connection, outbox, f"{len(outbox)} notices queued unread, max_queued_messages")
             return
@@ -97,7 +136,10 @@ class Outboxes:
                     self._stuck(connection, outbox, f"{method} unread for {self.send_timeout:g} s, send_timeout")
                     return
                 if queue:
-                    queue.popleft()
+                    sent, sent_params = queue.popleft()
+                    key = _coalescing_key(sent, sent_params)
+                    if key is not None:
+                        outbox.queued.discard(key)
         finally:
             outbox.sending = False
             self.senders -= 1
@@ -105,10 +147,31 @@ class Outboxes:
     def _stuck(self, connection: Connection, outbox: Outbox, why: str) -> None:
         outbox.closed = True
         outbox.queue.clear()
+        outbox.queued.clear()
+        self.ended += 1
         session_id = connection.session_id
-        logger.warning("closing session %s: its client does not read its stream (%s)", session_id or "(no id)", why)
+        self._log_end(session_id or "(no id)", why)
         if session_id is not None and self._end_session is not None and self.tg is not None:
             self.tg.start_soon(self._end, session_id)
+
+    def _log_end(self, session_id: str, why: str) -> None:
+        now = self._clock()
+        start, logged = self._window
+        if now - start >= 60:
+            start, logged = now, 0
+        if logged >= WARNINGS_PER_MINUTE:
+            self._quiet += 1
+            self._window = (start, logged)
+            logger.debug("closing session %s: its client does not read its stream (%s)", session_id, why)
+            return
+        self._window = (start, logged + 1)
+        quiet, self._quiet = self._quiet, 0
+        logger.warning(
+            "closing session %s: its client does not read its stream (%s)%s",
+            session_id,
+            why,
+            f"; {quiet} more closed for this since the last such warning (logged at DEBUG)" if quiet else "",
+        )
 
     async def _end(self, session_id: str) -> None:
         assert self._end_session is not None
@@ -116,6 +179,12 @@ class Outboxes:
             await self._end_session(session_id)
         except Exception:
             logger.exception("could not close session %s", session_id)
+
+
+def _coalescing_key(method: str, params: Mapping[str, Any] | None) -> tuple[str, object] | None:
+    if method not in _COALESCED:
+        return None
+    return (method, params.get("uri") if params is not None else None)
 
 
 __all__ = ["EndSession", "Outbox", "Outboxes"]
