@@ -55,7 +55,7 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
             error = refused.json()["error"]
             assert "Too many open sessions" in error["message"] and "DELETE" in error["message"]
             assert len(error["message"]) < 500
-            assert gateway.manager.sessions_of("token:alice") == 2
+            assert gateway.manager.sessions_of("alice (token)") == 2
 
             async with client(base, token=BOB) as bob:  # another member still connects and calls
                 assert result_text(await bob.call_tool("time__now", {})) == "12:00"
@@ -71,12 +71,30 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
                 },
             )
             assert ended.status_code == 200
-            assert gateway.manager.sessions_of("token:alice") == 1
+            assert gateway.manager.sessions_of("alice (token)") == 1
             assert (await open_session(http, ALICE)).status_code == 200
 
             # A session ended by the proxy counts down too.
             await gateway.manager.end_session(opened[1].headers["mcp-session-id"])
-            assert gateway.manager.sessions_of("token:alice") == 1
+            assert gateway.manager.sessions_of("alice (token)") == 1
+
+
+async def test_a_member_refused_session_after_session_cannot_flood_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """Each refused session was a WARNING (250 lines for 250 tries, measured): at most 10 a
+    minute now, the rest at DEBUG, and the member is named readably (the redaction cut
+    ``token:alice`` to ``token:***``)."""
+    caplog.set_level(logging.DEBUG, "mcp_patchbay")
+    config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "max_sessions_per_identity": 1})
+    async with running(config, upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            assert (await open_session(http, ALICE)).status_code == 200
+            for _ in range(30):
+                assert (await open_session(http, ALICE)).status_code == 429
+    refusals = [r for r in caplog.records if "Refusing a new session" in r.getMessage()]
+    assert len(refusals) == 30
+    warnings = [r for r in refusals if r.levelno == logging.WARNING]
+    assert len(warnings) == 10
+    assert "Refusing a new session to alice (token)" in warnings[0].getMessage()
 
 
 async def test_sessions_that_go_idle_are_counted_down() -> None:
@@ -86,7 +104,7 @@ async def test_sessions_that_go_idle_are_counted_down() -> None:
             assert (await open_session(http, ALICE)).status_code == 200
             assert (await open_session(http, ALICE)).status_code == 429
             with anyio.fail_after(5):
-                while gateway.manager.sessions_of("token:alice"):  # the idle timeout ends it
+                while gateway.manager.sessions_of("alice (token)"):  # the idle timeout ends it
                     await anyio.sleep(0.02)
             assert (await open_session(http, ALICE)).status_code == 200
 

@@ -245,12 +245,12 @@ async def test_the_status_shows_a_restricted_member_no_other_member_s_failed_cal
     """Regression: ``patchbay://status`` and the status tool filtered ``servers`` by the
     caller's access but not ``recent_errors``: Bob read Alice's failed calls, with hidden
     server names, tool names and the upstream's error text."""
-    member = Member(ALICE, "token:alice")
+    member = Member(ALICE, "alice (token)")
     async with serving(_servers(), member, status_tool=True) as (_, client):
         assert (await client.call_tool("notes__broken", {})).is_error  # a server Bob may not use
         assert (await client.call_tool("time__zone", {})).is_error  # a server both may use
         assert (await client.call_tool("alice_private_project_x", {})).is_error  # a name nothing has
-        member.access, member.name = BOB, "token:bob"
+        member.access, member.name = BOB, "bob (token)"
         for status in await _status_both_ways(client):
             dumped = json.dumps(status)
             for leak in ("notes", "broken", "secret", "alice", "plans", "private_project"):
@@ -266,15 +266,15 @@ async def test_the_status_shows_a_restricted_member_no_other_member_s_failed_cal
 
 async def test_a_member_does_not_see_errors_of_tools_hidden_from_it_on_a_server_it_may_use() -> None:
     admin = Access(everything=True)
-    member = Member(admin, "token:admin")
+    member = Member(admin, "admin (token)")
     async with serving(_servers(), member, status_tool=True) as (_, client):
         await client.call_tool("notes__delete_all", {"x": 1})  # fine for the admin
         assert (await client.call_tool("notes__broken", {})).is_error
-        member.access, member.name = ALICE, "token:alice"
+        member.access, member.name = ALICE, "alice (token)"
         for status in await _status_both_ways(client):
             assert "delete_all" not in json.dumps(status)
             assert [e["tool"] for e in status["recent_errors"]] == ["broken"]
-        member.access, member.name = admin, "token:admin"
+        member.access, member.name = admin, "admin (token)"
         (everything,) = {json.dumps(s["recent_errors"]) for s in await _status_both_ways(client)}
         assert SECRET in everything  # a member who may use everything sees it all, as on stdio
 
@@ -285,18 +285,18 @@ def test_a_member_sees_its_own_errors_whole_and_others_as_health() -> None:
     registry = StatusRegistry()
     wrong = ClientError(Code.TOOL_NOT_FOUND, "Unknown tool 'x'.")
     failed = UpstreamError(Code.SERVER_ERROR, f"The tool failed: {SECRET}")
-    registry.record_error(wrong, called="bob_typo", server=None, tool=None, caller="token:bob")
-    registry.record_error(wrong, called="alice_typo", server=None, tool=None, caller="token:alice")
-    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="token:alice")
-    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="token:bob")
-    registry.record_error(failed, called="notes__broken", server="notes", tool="broken", caller="token:bob")
-    registry.record_error(failed, called="notes__delete_all", server="notes", tool="delete_all", caller="token:carol")
+    registry.record_error(wrong, called="bob_typo", server=None, tool=None, caller="bob (token)")
+    registry.record_error(wrong, called="alice_typo", server=None, tool=None, caller="alice (token)")
+    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="alice (token)")
+    registry.record_error(failed, called="time__zone", server="time", tool="zone", caller="bob (token)")
+    registry.record_error(failed, called="notes__broken", server="notes", tool="broken", caller="bob (token)")
+    registry.record_error(failed, called="notes__delete_all", server="notes", tool="delete_all", caller="carol (token)")
     health = {"state": "ready"}
-    bob = registry.snapshot({"time": health}, Viewer(BOB, "token:bob"))
+    bob = registry.snapshot({"time": health}, Viewer(BOB, "bob (token)"))
     assert [e.get("called") for e in bob["recent_errors"]] == ["bob_typo", None, "time__zone"]
     assert bob["unresolved_names"] == {"TOOL_NOT_FOUND": 1}
     assert bob["servers"]["time"]["last_error"]["message"] == failed.message  # his own, the last
-    alice = registry.snapshot({"time": health, "notes": health}, Viewer(ALICE, "token:alice"))
+    alice = registry.snapshot({"time": health, "notes": health}, Viewer(ALICE, "alice (token)"))
     assert [(e["server"], e["tool"], e.get("called")) for e in alice["recent_errors"]] == [
         (None, None, "alice_typo"),
         ("time", "zone", "time__zone"),
@@ -313,7 +313,7 @@ async def test_a_member_sees_its_own_failed_calls_whole_in_the_status() -> None:
     """The status names a member's own mistakes (the name it got wrong, the text it was told)
     while another member's stay health only: ``Proxy._fail`` records who called. (On the
     gateway every call comes through the SDK's server; in memory, the 2026-07-28 era does.)"""
-    member = Member(BOB, "token:bob")
+    member = Member(BOB, "bob (token)")
     async with serving(_servers(), member, mode="auto", status_tool=True) as (_, client):
         assert (await client.call_tool("bob_typo_tool", {})).is_error
         assert (await client.call_tool("time__zone", {})).is_error
@@ -321,7 +321,7 @@ async def test_a_member_sees_its_own_failed_calls_whole_in_the_status() -> None:
         assert "bob_typo_tool" in status
         recent = json.loads(status)["recent_errors"]
         assert [e["called"] for e in recent] == ["bob_typo_tool", "time__zone"]
-        member.name = "token:bob2"  # another member with the same access
+        member.name = "bob2 (token)"  # another member with the same access
         for other in await _status_both_ways(client):
             assert "bob_typo_tool" not in json.dumps(other)
             assert [set(e) for e in other["recent_errors"]] == [{"at", "code", "server", "tool"}]

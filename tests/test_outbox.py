@@ -121,5 +121,5 @@ async def test_sessions_ended_for_not_reading_cannot_flood_the_log(caplog: pytes
         tg.cancel_scope.cancel()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == WARNINGS_PER_MINUTE + 1
-    assert "25 more closed for this since the last such warning" in warnings[-1]
+    assert "(25 more like this since the last one, logged at DEBUG)" in warnings[-1]
     assert sum(r.levelno == logging.DEBUG and "closing session" in r.getMessage() for r in caplog.records) == 25

@@ -43,7 +43,8 @@ Modules, by what they own:
   call's deadline: bound, extended, paused), ``policies`` (breaker, deadline, bulkhead
   and retry around a call), ``jsonrpc`` (framing and ids both lanes share, and the bounds
   on a message before it is parsed: size, depth, its id read unparsed), ``status``
-  (counts per server and tool), ``redaction`` (credentials cut from every log line).
+  (counts per server and tool), ``redaction`` (credentials cut from every log line),
+  ``throttle`` (log lines a peer can cause, at most so many a minute).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
   ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
   transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and

@@ -11,8 +11,8 @@ stalls only its own sender, and then is ended:
 - a queue that reaches ``gateway.max_queued_messages``
 
 ends the session (``sdk.SessionManager.end_session``, logged at WARNING with the session
-id and why; past ``WARNINGS_PER_MINUTE`` a minute, at DEBUG, counted in the next WARNING,
-so an attacker cannot flood the log), and its queue is dropped. So a stuck session costs
+id and why; past ``WARNINGS_PER_MINUTE`` a minute at DEBUG, counted in the next WARNING
+(``throttle``), so an attacker cannot flood the log), and its queue is dropped. So a stuck session costs
 at most its queue and one task, and no loop ever awaits one session on behalf of others.
 
 A notice already waiting in a queue is not queued again: a list change, or an update of a
@@ -35,6 +35,8 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp.server.connection import Connection
+
+from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.outbox")
 
@@ -92,11 +94,7 @@ class Outboxes:
         """Sender tasks at work now (one per session with notices queued)."""
         self.ended = 0
         """Sessions ended for not reading, since start."""
-        self._clock = clock
-        self._window: tuple[float, int] = (-60.0, 0)
-        """The minute the WARNINGs are counted in: its start, and how many were logged."""
-        self._quiet = 0
-        """Sessions ended and logged at DEBUG since the last WARNING."""
+        self._ends = LogThrottle(logger, per_minute=WARNINGS_PER_MINUTE, clock=clock)
 
     def post(self, connection: Connection, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Queue a notice for ``connection``'s client; a sender writes it in order."""
@@ -150,28 +148,9 @@ class Outboxes:
         outbox.queued.clear()
         self.ended += 1
         session_id = connection.session_id
-        self._log_end(session_id or "(no id)", why)
+        self._ends.log("closing session %s: its client does not read its stream (%s)", session_id or "(no id)", why)
         if session_id is not None and self._end_session is not None and self.tg is not None:
             self.tg.start_soon(self._end, session_id)
-
-    def _log_end(self, session_id: str, why: str) -> None:
-        now = self._clock()
-        start, logged = self._window
-        if now - start >= 60:
-            start, logged = now, 0
-        if logged >= WARNINGS_PER_MINUTE:
-            self._quiet += 1
-            self._window = (start, logged)
-            logger.debug("closing session %s: its client does not read its stream (%s)", session_id, why)
-            return
-        self._window = (start, logged + 1)
-        quiet, self._quiet = self._quiet, 0
-        logger.warning(
-            "closing session %s: its client does not read its stream (%s)%s",
-            session_id,
-            why,
-            f"; {quiet} more closed for this since the last such warning (logged at DEBUG)" if quiet else "",
-        )
 
     async def _end(self, session_id: str) -> None:
         assert self._end_session is not None

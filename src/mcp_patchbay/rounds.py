@@ -62,6 +62,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.deadlines import Clock, ProgressFn
 from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError, to_result
+from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.rounds")
 
@@ -241,6 +242,8 @@ class Rounds:
         self.ttl = ttl
         self.clock = clock
         self.max_waiting = max_waiting
+        self._refusals = LogThrottle(logger)
+        """Calls refused over the quota of suspended calls: a WARNING, at most 10 a minute."""
         self.suspended: dict[str, Exchange] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
@@ -280,7 +283,7 @@ class Rounds:
         if member is not None and self.max_waiting is not None:
             held = self.waiting(member)
             if held >= self.max_waiting:
-                logger.warning("refused a call of %s: %d of its calls wait for its answers already", member, held)
+                self._refusals.log("refused a call of %s: %d of its calls wait for its answers already", member, held)
                 raise too_many_waiting(held)
         exchange = Exchange(caps, progress, member)
         task = asyncio.get_running_loop().create_task(

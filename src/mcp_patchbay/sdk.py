@@ -44,6 +44,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_patchbay.deadlines import ProgressFn
+from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.gateway")
 
@@ -120,6 +121,8 @@ class SessionManager(StreamableHTTPSessionManager):
         """Session id -> the member that opened it."""
         self._held: Counter[str] = Counter()
         """Member -> sessions it holds."""
+        self._refusals = LogThrottle(logger)
+        """Sessions refused to a member over its quota: a WARNING, at most 10 a minute."""
         self._streams: dict[str, set[Callable[[], None]]] = {}
         """Session id -> how to drop the connection of each GET stream it has open."""
 
@@ -188,7 +191,7 @@ class SessionManager(StreamableHTTPSessionManager):
         try:
             await super()._handle_stateful_request(scope, receive, send)
         except _OverQuota as over:
-            logger.warning(
+            self._refusals.log(
                 "Refusing a new session to %s: it holds %d sessions (gateway.max_sessions_per_identity)",
                 over.member,
                 over.held,

@@ -90,6 +90,7 @@ from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import Viewer
 from mcp_patchbay.supervisor import Supervisor
+from mcp_patchbay.throttle import LogThrottle
 from mcp_patchbay.transports import Connector
 from mcp_patchbay.upstream import Upstream
 
@@ -211,6 +212,8 @@ class Proxy:
         self._listening: dict[str, int] = {}
         """Open listen streams per member (``shared``)."""
         self._listen_streams = 0
+        self._refusals = LogThrottle(logger)
+        """Listen streams refused over a quota: a WARNING, at most 10 a minute."""
         self.outboxes = (
             Outboxes(
                 send_timeout=self._limits.send_timeout,
@@ -427,14 +430,14 @@ class Proxy:
         member = self._identity_of(ctx)
         held = self._listening.get(member, 0)
         if self._listen_streams >= limits.max_listen_streams:
-            logger.warning("refused a listen stream of %s: %d streams open", member, self._listen_streams)
+            self._refusals.log("refused a listen stream of %s: %d streams open", member, self._listen_streams)
             raise MCPError(
                 types.INTERNAL_ERROR,
                 f"This gateway has {self._listen_streams} subscriptions/listen streams open, its limit. "
                 "Try again later.",
             )
         if held >= limits.max_listen_streams_per_identity:
-            logger.warning("refused a listen stream of %s: it holds %d already", member, held)
+            self._refusals.log("refused a listen stream of %s: it holds %d already", member, held)
             raise MCPError(
                 types.INTERNAL_ERROR,
                 f"You have {held} subscriptions/listen streams open, the most one member may hold. "

@@ -19,16 +19,18 @@ ANONYMOUS = "anonymous"
 
 
 def identity_of(token: AccessToken | None, client: Any) -> str:
-    """The member behind a token, else behind a client address (``(host, port)``)."""
+    """The member behind a token, else behind a client address (``(host, port)``): ``alice
+    (token)``, ``alice@example.com (https://id.example.com)`` (a JWT's identity and issuer),
+    ``203.0.113.7 (address)``. Readable in a log line, and never shaped like a secret (the log
+    redaction cuts what follows ``token:``)."""
     if token is not None:
-        kind = getattr(token, "kind", "token")
         who = getattr(token, "identity", None) or token.client_id
-        if kind == "jwt":
+        if getattr(token, "kind", "token") == "jwt":
             claims = token.claims or {}
-            return f"jwt:{claims.get('iss', '')} {who}"
-        return f"token:{who}"
+            return f"{who} ({claims.get('iss', '')})"
+        return f"{who} (token)"
     if isinstance(client, tuple | list) and client:
-        return f"address:{client[0]}"  # pyright: ignore[reportUnknownArgumentType]
+        return f"{client[0]} (address)"  # pyright: ignore[reportUnknownArgumentType]
     return ANONYMOUS
 
 
