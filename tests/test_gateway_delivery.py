@@ -23,7 +23,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.harness import MemoryUpstreams, make_server, text
+from tests.harness import FakeTool, MemoryUpstreams, make_server, text
 from tests.test_gateway import ALICE, BOB, client, gateway_config, running
 
 pytestmark = pytest.mark.anyio
@@ -338,3 +338,39 @@ async def test_a_members_log_level_is_its_sessions_own() -> None:
                     await got[name].wait()
             assert logs == {"alice": ["error notes/feed"], "bob": ["info notes/feed", "error notes/feed"]}
             assert feed.levels == []  # no member sets an upstream's level for every other
+
+
+async def test_a_member_who_never_answers_an_elicitation_does_not_hold_the_server() -> None:
+    """Every call to a server is paused while a person answers its elicitation (a 2025-era
+    session): a member whose client never answered held the server's concurrency slot, and
+    froze every other call's deadline to it, for good. On the gateway the person has
+    patchbay.max_call_time; then the server hears that no one answered, and the call ends."""
+
+    async def ask(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        try:
+            await ctx.session.elicit_form("Which one?", {"type": "object", "properties": {}})
+        except MCPError as exc:
+            return text(f"no answer: {exc.error.message}", is_error=True)
+        return text("answered")
+
+    async def now(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        return text("12:00")
+
+    never = anyio.Event()
+
+    async def walked_away(ctx: Any, params: Any) -> Any:
+        await never.wait()
+
+    servers = MemoryUpstreams({"time": make_server("time", {"ask": FakeTool(ask), "now": FakeTool(now)})})
+    config = gateway_config(
+        {"tokens": {"alice": ALICE, "bob": BOB}},
+        {"timeout": 0.5, "max_call_time": 1.0, "max_concurrency": 1, "queue_timeout": 5},
+    )
+    async with running(config, servers) as (_, base):
+        async with client(base, token=ALICE, elicitation_callback=walked_away) as alice, client(base, token=BOB) as bob:
+            with anyio.fail_after(10):  # it waited for good
+                answer = await alice.call_tool("time__ask", {})
+            assert answer.is_error and "did not answer within 1 s" in result_text_of(answer), answer
+            # The server's one slot is free again for another member.
+            assert result_text_of(await bob.call_tool("time__now", {})) == "12:00"
+            never.set()

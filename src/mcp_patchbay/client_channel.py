@@ -121,10 +121,14 @@ class SessionChannel:
         *,
         shared: bool = False,
         outboxes: Outboxes | None = None,
+        answer_timeout: float | None = None,
     ) -> None:
         """``outboxes``: how notices reach the gateway's sessions (never awaited); None on
-        stdio, where the one client's notices are sent in place."""
+        stdio, where the one client's notices are sent in place. ``answer_timeout``: how long
+        a person may take over an elicitation while the server's calls are paused (the
+        gateway's ``max_call_time``; None on stdio, where the person is the proxy's one user)."""
         self._buses = buses
+        self._answer_timeout = answer_timeout
         self._pause: PauseDeadlines = pause_deadlines or _no_pause
         self.shared = shared
         self.outboxes = outboxes
@@ -267,9 +271,22 @@ class SessionChannel:
             session = caller.ctx.session
         if session is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
+        limit = self._answer_timeout if pause else None
         try:
             with self._pause(server) if pause else nullcontext():
-                return await session.send_request(request, result_type)
+                # Bounded on the gateway: while a person answers, every call to this server is paused
+                # and this one holds its concurrency slot; a member who never answers must not hold
+                # them, and others' deadlines, for good.
+                with anyio.fail_after(limit) if limit is not None else nullcontext():
+                    return await session.send_request(request, result_type)
+        except TimeoutError:
+            logger.warning(
+                "'%s' asked the client for %s; no answer within %g s: refused", server, request.method, limit
+            )
+            return types.ErrorData(
+                code=types.REQUEST_TIMEOUT,
+                message=f"The user did not answer within {limit:g} s (patchbay.max_call_time).",
+            )
         except MCPError as exc:
             return exc.error
         except Exception as exc:

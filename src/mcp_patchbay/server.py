@@ -224,7 +224,13 @@ class Proxy:
             else None
         )
         """Notices to the gateway's sessions, each session's sent by a task of its own."""
-        self.channel = SessionChannel(self._listen_buses, self._pause_deadlines, shared=shared, outboxes=self.outboxes)
+        self.channel = SessionChannel(
+            self._listen_buses,
+            self._pause_deadlines,
+            shared=shared,
+            outboxes=self.outboxes,
+            answer_timeout=self.settings.max_call_time if shared else None,
+        )
         self._access_for = access_for
         self._audiences: WeakKeyDictionary[Connection | _Listeners, _Audience] = WeakKeyDictionary()
         """Per client session (the SDK's ``Connection``), what it was served."""
