@@ -9,6 +9,7 @@ per session, only for servers the caller may use.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections.abc import AsyncGenerator
@@ -374,3 +375,62 @@ async def test_a_member_who_never_answers_an_elicitation_does_not_hold_the_serve
             # The server's one slot is free again for another member.
             assert result_text_of(await bob.call_tool("time__now", {})) == "12:00"
             never.set()
+
+
+async def test_a_client_that_never_reads_its_call_s_progress_stalls_no_one_else() -> None:
+    """Progress rides a call's own answer stream: a client that asked for progress and never
+    read its POST's answer left a task per notice waiting on it (57 MiB for these 3,000
+    notices of 8 KB); with a stdio upstream the forwarding is awaited by the reader every
+    member's calls share. Progress to a gateway session is now posted, not awaited: the
+    latest value waits while one is written, and a client that reads nothing for
+    send_timeout gets no more."""
+    started, finished = anyio.Event(), anyio.Event()
+
+    async def chatty(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        started.set()
+        for n in range(3000):  # 24 MB of progress for a client that reads none of it
+            await ctx.session.send_progress_notification(
+                ctx.meta["progress_token"] if ctx.meta else 0, n, 3000, "x" * 8000, related_request_id=ctx.request_id
+            )
+        finished.set()
+        return text("done talking")
+
+    async def now(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        return text("12:00")
+
+    servers = MemoryUpstreams({"time": make_server("time", {"chatty": FakeTool(chatty), "now": FakeTool(now)})})
+    config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "send_timeout": 0.5}, {"timeout": 30})
+    async with running(config, servers) as (_, base):
+        host, port = base.removeprefix("http://").split(":")
+        async with httpx2.AsyncClient(base_url=base, timeout=10, headers={"authorization": f"Bearer {ALICE}"}) as http:
+            session = await _open_session(http)
+            call = {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "time__chatty", "arguments": {}, "_meta": {"progressToken": "p"}},
+            }
+            body = json.dumps(call).encode()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            sock.setblocking(False)
+            loop = asyncio.get_running_loop()
+            try:
+                await loop.sock_connect(sock, (host, int(port)))
+                head = (
+                    f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {ALICE}\r\n"
+                    f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                    f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: {HANDSHAKE}\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                )
+                tasks_before = len(asyncio.all_tasks())
+                await loop.sock_sendall(sock, head.encode() + body)  # and never read the answer
+                with anyio.fail_after(10):
+                    await started.wait()
+                    await finished.wait()
+                    assert len(asyncio.all_tasks()) < tasks_before + 30, "a task left waiting per progress notice"
+                    async with client(base, token=BOB) as bob:
+                        for _ in range(3):
+                            assert result_text_of(await bob.call_tool("time__now", {})) == "12:00"
+            finally:
+                sock.close()

@@ -123,3 +123,38 @@ async def test_sessions_ended_for_not_reading_cannot_flood_the_log(caplog: pytes
     assert len(warnings) == WARNINGS_PER_MINUTE + 1
     assert "(25 more like this since the last one, logged at DEBUG)" in warnings[-1]
     assert sum(r.levelno == logging.DEBUG and "closing session" in r.getMessage() for r in caplog.records) == 25
+
+
+async def test_progress_is_posted_the_latest_value_waits_and_a_client_that_reads_none_gets_no_more() -> None:
+    outboxes = Outboxes(send_timeout=0.2, max_queued=8, end_session=None)
+    written: list[float] = []
+    reading = anyio.Event()
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await reading.wait()
+        written.append(progress)
+
+    async with anyio.create_task_group() as tg:
+        outboxes.tg = tg
+        post = outboxes.progress(forward)
+        with anyio.fail_after(1):  # never waits for the client
+            for n in range(1000):
+                await post(float(n), 1000.0, None)
+        reading.set()
+        with anyio.fail_after(5):
+            while not written or written[-1] != 999.0:
+                await anyio.sleep(0.01)
+        assert len(written) <= 2  # at most the one being written, then the latest: not a thousand
+
+        stuck = outboxes.progress(lambda *values: anyio.sleep_forever())  # pyright: ignore[reportArgumentType]
+        await stuck(1.0, None, None)
+        with anyio.fail_after(5):
+            while outboxes.stopped_progress.quieted == 0 and not _stopped(stuck):
+                await anyio.sleep(0.05)
+        await stuck(2.0, None, None)  # after send_timeout, nothing more is sent
+        assert _stopped(stuck)
+        tg.cancel_scope.cancel()
+
+
+def _stopped(post: object) -> bool:
+    return bool(getattr(post, "_stopped", False))

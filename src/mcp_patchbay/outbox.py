@@ -20,6 +20,14 @@ resource URI, says only that something changed since the client last looked, so 
 as good as many. A client slow to read gets each change once, and an upstream that sends
 thousands of updates of one resource fills no queue; log messages are all kept.
 
+A call's progress rides its own answer stream, not the session's queue, but the same rule
+holds (``Outboxes.progress``): it is posted, never awaited; while one notice is being
+written only the latest value waits (progress says where a call is, and the latest says
+it best); and a client that reads nothing for ``send_timeout`` gets no more progress for
+that call. (Awaited, one client that asked for progress and never read its answer held a
+task per notice, 57 MiB for 3,000 notices of 8 KB, and with a stdio upstream would have
+stalled the reader that every member's calls to that server share.)
+
 stdio has one client and keeps sending in place (``client_channel``); results never
 come here (they are answers, on the request's own stream).
 """
@@ -36,6 +44,7 @@ import anyio
 import anyio.abc
 from mcp.server.connection import Connection
 
+from mcp_patchbay.deadlines import ProgressFn
 from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.outbox")
@@ -95,6 +104,7 @@ class Outboxes:
         self.ended = 0
         """Sessions ended for not reading, since start."""
         self._ends = LogThrottle(logger, per_minute=WARNINGS_PER_MINUTE, clock=clock)
+        self.stopped_progress = LogThrottle(logger, per_minute=WARNINGS_PER_MINUTE, clock=clock)
 
     def post(self, connection: Connection, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Queue a notice for ``connection``'s client; a sender writes it in order."""
@@ -142,6 +152,10 @@ class Outboxes:
             outbox.sending = False
             self.senders -= 1
 
+    def progress(self, forward: ProgressFn) -> ProgressFn:
+        """``forward`` (one call's progress to its client) posted instead of awaited."""
+        return _PostedProgress(self, forward)
+
     def _stuck(self, connection: Connection, outbox: Outbox, why: str) -> None:
         outbox.closed = True
         outbox.queue.clear()
@@ -158,6 +172,48 @@ class Outboxes:
             await self._end_session(session_id)
         except Exception:
             logger.exception("could not close session %s", session_id)
+
+
+class _PostedProgress:
+    """One call's progress to its client: the latest value, written by one task at a time."""
+
+    __slots__ = ("_forward", "_latest", "_outboxes", "_sending", "_stopped")
+
+    def __init__(self, outboxes: Outboxes, forward: ProgressFn) -> None:
+        self._outboxes = outboxes
+        self._forward = forward
+        self._latest: tuple[float, float | None, str | None] | None = None
+        self._sending = False
+        self._stopped = False
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        tg = self._outboxes.tg
+        if self._stopped or tg is None:
+            return
+        self._latest = (progress, total, message)
+        if not self._sending:
+            self._sending = True
+            tg.start_soon(self._send)
+
+    async def _send(self) -> None:
+        try:
+            while self._latest is not None and not self._stopped:
+                values, self._latest = self._latest, None
+                with anyio.move_on_after(self._outboxes.send_timeout) as waited:
+                    try:
+                        await self._forward(*values)
+                    except Exception:  # the call's stream is gone: nothing more to tell
+                        logger.debug("could not send progress to a client", exc_info=True)
+                        self._stopped = True
+                if waited.cancelled_caught:
+                    self._stopped = True
+                    self._outboxes.stopped_progress.log(
+                        "stopped forwarding a call's progress: its client read none for %g s (send_timeout)",
+                        self._outboxes.send_timeout,
+                    )
+        finally:
+            self._sending = False
+            self._latest = None
 
 
 def _coalescing_key(method: str, params: Mapping[str, Any] | None) -> tuple[str, object] | None:

@@ -570,6 +570,8 @@ class Proxy:
         _, meta = split_meta(wire_meta)
         started = time.monotonic()
         progress = _context_progress(ctx)
+        if progress is not None and self.outboxes is not None:  # never awaited on the gateway
+            progress = self.outboxes.progress(progress)
 
         def call(on_progress: ProgressFn | None) -> Awaitable[dict[str, Any]]:
             return self.run_tool(params.name, params.arguments, on_progress, meta)
