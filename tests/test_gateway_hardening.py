@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import tracemalloc
+from collections.abc import AsyncGenerator
 
 import anyio
 import anyio.abc
@@ -43,25 +44,60 @@ async def open_session(http: httpx2.AsyncClient, token: str) -> httpx2.Response:
 # --- sessions per member ------------------------------------------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def busy(http: httpx2.AsyncClient, token: str, session_id: str) -> AsyncGenerator[None]:
+    """The session's GET stream held open: a request in flight, so the session is busy."""
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "text/event-stream",
+        "mcp-session-id": session_id,
+        "mcp-protocol-version": "2025-11-25",
+    }
+    async with http.stream("GET", "/mcp", headers=headers) as stream:
+        assert stream.status_code == 200
+        yield
+
+
 async def test_one_token_cannot_take_every_session_and_others_still_connect() -> None:
+    """One token could open 10,000 sessions (the SDK's cap) and every other member then got
+    503 for the idle timeout. A member holds max_sessions_per_identity at most: its least
+    recently used idle session makes room for a new one; when all are busy it gets 429."""
     config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "max_sessions_per_identity": 2})
     async with running(config, upstreams()) as (gateway, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
-            opened = [await open_session(http, ALICE) for _ in range(2)]
-            assert [r.status_code for r in opened] == [200, 200]
-            refused = await open_session(http, ALICE)
-            assert refused.status_code == 429
-            assert int(refused.headers["retry-after"]) > 0
-            error = refused.json()["error"]
-            assert "Too many open sessions" in error["message"] and "DELETE" in error["message"]
-            assert len(error["message"]) < 500
+            first, second = [(await open_session(http, ALICE)).headers["mcp-session-id"] for _ in range(2)]
+            await ping(http, ALICE, first)  # used lately: the second is now the least recently used
+
+            third = await open_session(http, ALICE)  # room is made: the idle, least recently used one ends
+            assert third.status_code == 200
             assert gateway.manager.sessions_of("alice (token)") == 2
+            assert (await ping(http, ALICE, second)).status_code == 404
+            assert (await ping(http, ALICE, first)).status_code == 200
+            third_id = third.headers["mcp-session-id"]
 
-            async with client(base, token=BOB) as bob:  # another member still connects and calls
-                assert result_text(await bob.call_tool("time__now", {})) == "12:00"
+            async with busy(http, ALICE, first), busy(http, ALICE, third_id):  # both busy: nothing to end
+                refused = await open_session(http, ALICE)
+                assert refused.status_code == 429
+                assert int(refused.headers["retry-after"]) > 0
+                error = refused.json()["error"]
+                assert "Too many open sessions" in error["message"] and "busy" in error["message"]
+                assert len(error["message"]) < 500
+                async with client(base, token=BOB) as bob:  # another member still connects and calls
+                    assert result_text(await bob.call_tool("time__now", {})) == "12:00"
 
-            # Once alice ends a session (DELETE), she may open one again.
-            session_id = opened[0].headers["mcp-session-id"]
+            # The server sees the streams end a moment after the client closed them.
+            with anyio.fail_after(5):
+                while (await open_session(http, ALICE)).status_code == 429:
+                    await anyio.sleep(0.02)
+            # A 10,000-session loop of one token costs it its own old sessions, never more than its share.
+            for _ in range(50):
+                assert (await open_session(http, ALICE)).status_code == 200
+            assert gateway.manager.sessions_of("alice (token)") == 2
+            assert gateway.manager.sessions == 2
+
+            # DELETE and the proxy's end_session count down too.
+            latest = await open_session(http, ALICE)
+            session_id = latest.headers["mcp-session-id"]
             ended = await http.delete(
                 "/mcp",
                 headers={
@@ -72,11 +108,19 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
             )
             assert ended.status_code == 200
             assert gateway.manager.sessions_of("alice (token)") == 1
-            assert (await open_session(http, ALICE)).status_code == 200
-
-            # A session ended by the proxy counts down too.
-            await gateway.manager.end_session(opened[1].headers["mcp-session-id"])
+            other = await open_session(http, ALICE)
+            await gateway.manager.end_session(other.headers["mcp-session-id"])
             assert gateway.manager.sessions_of("alice (token)") == 1
+
+
+async def ping(http: httpx2.AsyncClient, token: str, session_id: str) -> httpx2.Response:
+    headers = {
+        **MCP_HEADERS,
+        "authorization": f"Bearer {token}",
+        "mcp-session-id": session_id,
+        "mcp-protocol-version": "2025-11-25",
+    }
+    return await http.post("/mcp", json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers)
 
 
 async def test_a_member_refused_session_after_session_cannot_flood_the_log(caplog: pytest.LogCaptureFixture) -> None:
@@ -87,9 +131,10 @@ async def test_a_member_refused_session_after_session_cannot_flood_the_log(caplo
     config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "max_sessions_per_identity": 1})
     async with running(config, upstreams()) as (_, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
-            assert (await open_session(http, ALICE)).status_code == 200
-            for _ in range(30):
-                assert (await open_session(http, ALICE)).status_code == 429
+            opened = await open_session(http, ALICE)
+            async with busy(http, ALICE, opened.headers["mcp-session-id"]):
+                for _ in range(30):
+                    assert (await open_session(http, ALICE)).status_code == 429
     refusals = [r for r in caplog.records if "Refusing a new session" in r.getMessage()]
     assert len(refusals) == 30
     warnings = [r for r in refusals if r.levelno == logging.WARNING]
@@ -97,12 +142,23 @@ async def test_a_member_refused_session_after_session_cannot_flood_the_log(caplo
     assert "Refusing a new session to alice (token)" in warnings[0].getMessage()
 
 
+async def test_a_client_that_never_ends_its_sessions_does_not_lock_its_user_out() -> None:
+    """Claude Code's health check (`claude mcp list`) opens a session and never ends it: the
+    third run against a limit of 2 was refused for the idle timeout (seen with Claude Code
+    2.1). The oldest idle session makes room instead."""
+    config = gateway_config({"tokens": {"alice": ALICE}, "max_sessions_per_identity": 2})
+    async with running(config, upstreams()) as (gateway, base):
+        for _ in range(5):  # five runs of a client that connects, lists, and exits without a DELETE
+            async with client(base, token=ALICE) as alice:
+                assert "time__now" in {t.name for t in (await alice.list_tools()).tools}
+        assert gateway.manager.sessions_of("alice (token)") <= 2
+
+
 async def test_sessions_that_go_idle_are_counted_down() -> None:
     config = gateway_config({"tokens": {"alice": ALICE}, "max_sessions_per_identity": 1, "session_idle_timeout": 0.2})
     async with running(config, upstreams()) as (gateway, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
             assert (await open_session(http, ALICE)).status_code == 200
-            assert (await open_session(http, ALICE)).status_code == 429
             with anyio.fail_after(5):
                 while gateway.manager.sessions_of("alice (token)"):  # the idle timeout ends it
                     await anyio.sleep(0.02)

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, cast
 
+import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
@@ -92,10 +93,14 @@ class SessionManager(StreamableHTTPSessionManager):
     - One event store per session (the SDK's manager shares one, in which sessions'
       stream ids, their request ids, collide).
     - Sessions per member: ``member`` says who makes a request (``gateway.identity``); one
-      member holds at most ``max_sessions_per_member`` sessions (429 past it, while the
-      others still connect), counted where sessions are admitted and counted down in the
-      one place every session ends, however it ends (DELETE, idle timeout, a crash, the
-      opening request failing, ``end_session``).
+      member holds at most ``max_sessions_per_member`` sessions, counted where sessions are
+      admitted and counted down in the one place every session ends, however it ends
+      (DELETE, idle timeout, a crash, the opening request failing, ``end_session``). At the
+      limit, the member's least recently used idle session (no request in flight, no open
+      stream) is ended to admit the new one: clients that never end their sessions (Claude
+      Code's health check does not) would otherwise lock their own user out for the idle
+      timeout. Only when every one of its sessions is busy is the member refused (429); the
+      other members are never touched.
     - A session opened with a credential answers only that member: another member's
       request for it gets the 404 of an unknown session (the SDK compares the token's
       client, issuer and subject only, so two JWTs without ``sub`` and with one ``azp``
@@ -119,9 +124,12 @@ class SessionManager(StreamableHTTPSessionManager):
         self._max_per_member = max_sessions_per_member
         self._members: dict[str, str] = {}
         """Session id -> the member that opened it."""
+        self._recency: dict[str, OrderedDict[str, None]] = {}
+        """Member -> its sessions, least recently used first."""
         self._held: Counter[str] = Counter()
         """Member -> sessions it holds."""
         self._refusals = LogThrottle(logger)
+        self._evictions = LogThrottle(logger, level=logging.INFO)
         """Sessions refused to a member over its quota: a WARNING, at most 10 a minute."""
         self._streams: dict[str, set[Callable[[], None]]] = {}
         """Session id -> how to drop the connection of each GET stream it has open."""
@@ -187,18 +195,21 @@ class SessionManager(StreamableHTTPSessionManager):
             logger.warning("Rejecting request for session %s: another member opened it", session_id[:64])
             await _error(404, INVALID_REQUEST, "Session not found")(scope, receive, send)
             return
+        if session_id is not None and (owner := self._members.get(session_id)) is not None:
+            self._recency[owner].move_to_end(session_id)
         admitting = _admitting.set(member)
         try:
             await super()._handle_stateful_request(scope, receive, send)
         except _OverQuota as over:
             self._refusals.log(
-                "Refusing a new session to %s: it holds %d sessions (gateway.max_sessions_per_identity)",
+                "Refusing a new session to %s: all %d of its sessions are busy (gateway.max_sessions_per_identity)",
                 over.member,
                 over.held,
             )
             message = (
-                f"Too many open sessions for your credential ({over.held}, the limit): end the sessions you no "
-                "longer use (DELETE with their Mcp-Session-Id, or close those clients), then connect again"
+                f"Too many open sessions for your credential ({over.held}, the limit, all of them busy): close "
+                "the clients you no longer use, or end their sessions (DELETE with their Mcp-Session-Id), then "
+                "connect again"
             )
             await _error(429, INVALID_REQUEST, message, {"Retry-After": str(QUOTA_RETRY_AFTER)})(scope, receive, send)
         finally:
@@ -207,7 +218,7 @@ class SessionManager(StreamableHTTPSessionManager):
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         member = _admitting.get()
         if member is not None and self._max_per_member is not None and self._held[member] >= self._max_per_member:
-            raise _OverQuota(member, self._held[member])
+            self._make_room(member)
         transport = super()._admit_session(requestor)
         if transport is None:
             return None
@@ -217,14 +228,51 @@ class SessionManager(StreamableHTTPSessionManager):
         if member is not None and session_id is not None:
             self._members[session_id] = member
             self._held[member] += 1
+            self._recency.setdefault(member, OrderedDict())[session_id] = None
         return transport
 
+    def _make_room(self, member: str) -> None:
+        """End ``member``'s least recently used idle session, or raise ``_OverQuota``."""
+        instances = self._server_instances  # pyright: ignore[reportPrivateUsage]
+        recency: OrderedDict[str, None] = self._recency.get(member) or OrderedDict()
+        for session_id in list(recency):
+            transport = instances.get(session_id)
+            if transport is None or getattr(transport, "_requests_in_flight", 1):  # busy (unknown: busy)
+                continue
+            self._forget(session_id)
+            instances.pop(session_id, None)
+            self._session_owners.pop(session_id, None)  # pyright: ignore[reportPrivateUsage]
+            self._evictions.log(
+                "Ended session %s of %s, its least recently used idle one, to open a new one "
+                "(gateway.max_sessions_per_identity)",
+                session_id,
+                member,
+            )
+            assert self._task_group is not None  # pyright: ignore[reportPrivateUsage]
+            self._task_group.start_soon(self._terminate, transport)  # pyright: ignore[reportPrivateUsage]
+            return
+        raise _OverQuota(member, self._held[member])
+
+    async def _terminate(self, transport: StreamableHTTPServerTransport) -> None:
+        with anyio.CancelScope(shield=True):
+            await transport.terminate()
+
+    def _forget(self, session_id: str) -> None:
+        """Count a session down for its member (once: before any await)."""
+        member = self._members.pop(session_id, None)
+        if member is None:
+            return
+        self._held[member] -= 1
+        if self._held[member] <= 0:
+            del self._held[member]
+        recency = self._recency.get(member)
+        if recency is not None:
+            recency.pop(session_id, None)
+            if not recency:
+                del self._recency[member]
+
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
-        member = self._members.pop(session_id, None)  # before any await: counted down once
-        if member is not None:
-            self._held[member] -= 1
-            if self._held[member] <= 0:
-                del self._held[member]
+        self._forget(session_id)
         await super()._discard_session(session_id, transport)
 
     @property

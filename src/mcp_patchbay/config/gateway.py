@@ -178,7 +178,9 @@ class GatewaySettings(BaseModel, frozen=True):
 
     max_sessions_per_identity: Annotated[int, Field(ge=1)] = 50
     """Sessions one identity (a token's name, a JWT's identity, or for an open gateway a client
-    address) may hold at once; more get 429, so one member cannot take every session."""
+    address) may hold at once. At the limit its least recently used idle session is ended to
+    make room (clients that never end their sessions must not lock their own user out); when
+    all are busy, 429. One member cannot take every session."""
 
     max_listen_streams: Annotated[int, Field(ge=1)] = 1000
     """2026-07-28 ``subscriptions/listen`` streams open at once on this replica."""
