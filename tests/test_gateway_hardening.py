@@ -377,3 +377,28 @@ def test_the_metrics_address_is_host_and_port() -> None:
             listen_address(bad)
     with pytest.raises(ConfigError, match=r"gateway\.metrics: expected \[HOST:\]PORT"):
         gateway_config({"metrics": "nine"})
+
+
+async def test_a_body_nested_past_max_json_depth_is_refused_by_its_id_and_the_session_goes_on() -> None:
+    """stdio refused a message nested past patchbay.max_json_depth; the gateway took one up
+    to the SDK parser's own limit (about 200), which the proxy's recursive code then met."""
+    config = gateway_config({"tokens": {"alice": ALICE}}, {"max_json_depth": 20})
+    async with running(config, upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session_id = (await open_session(http, ALICE)).headers["mcp-session-id"]
+            nested = "1"
+            for _ in range(30):
+                nested = '{"a":' + nested + "}"
+            body = (
+                '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"time__now","arguments":{"x":'
+                + nested
+                + "}}}"
+            )
+            for era, extra in (("2025-11-25", {"mcp-session-id": session_id}), ("2026-07-28", {})):
+                headers = {**MCP_HEADERS, "authorization": f"Bearer {ALICE}", "mcp-protocol-version": era, **extra}
+                refused = await http.post("/mcp", content=body, headers=headers)
+                assert refused.status_code == 400, (era, refused.text)
+                error = refused.json()
+                assert error["id"] == 7 and error["error"]["code"] == -32600
+                assert "patchbay.max_json_depth" in error["error"]["message"]
+            assert (await ping(http, ALICE, session_id)).status_code == 200

@@ -45,6 +45,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_patchbay.deadlines import ProgressFn
+from mcp_patchbay.jsonrpc import RequestId, deeper_than, peek_envelope
 from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.gateway")
@@ -116,9 +117,11 @@ class SessionManager(StreamableHTTPSessionManager):
         event_stores: Callable[[], EventStore] | None = None,
         member: Callable[[Scope], str] | None = None,
         max_sessions_per_member: int | None = None,
+        max_json_depth: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(app, **kwargs)
+        self._max_depth = max_json_depth
         self._event_stores = event_stores
         self._member = member
         self._max_per_member = max_sessions_per_member
@@ -137,10 +140,19 @@ class SessionManager(StreamableHTTPSessionManager):
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
         if method == "POST":
-            replay = await self._read_body(scope, receive)
-            if replay is None:
+            read = await self._read_body(scope, receive)
+            if read is None:
                 return
-            receive = replay
+            receive, body = read
+            if self._max_depth is not None and deeper_than(body, self._max_depth):
+                # As on stdio (patchbay.max_json_depth): refused before anything recurses on it.
+                request_id = peek_envelope(body[:8192], body[-8192:]).request_id
+                message = (
+                    f"Invalid request: the message nests arrays and objects more than {self._max_depth} deep "
+                    "(patchbay.max_json_depth)."
+                )
+                await _error(400, INVALID_REQUEST, message, request_id=request_id)(scope, receive, send)
+                return
         elif method == "GET":
             # The session's standalone stream: while it is open, ``end_session`` can drop its
             # connection (a client that reads nothing would otherwise hold it, and the task
@@ -160,12 +172,12 @@ class SessionManager(StreamableHTTPSessionManager):
                 return
         await super().handle_request(scope, receive, send)
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
+    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[Receive, bytes] | None:
         """The request's body read up front (up to the size limit; past it the SDK answers
-        413): a receive that replays it, or None when the client went away mid-body."""
+        413): a receive that replays it and the body, or None when the client went away mid-body."""
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_request_body_size:
-            return receive  # the SDK answers 413 without reading
+            return receive, b""  # the SDK answers 413 without reading
         messages: deque[Message] = deque()
         size = 0
         while True:
@@ -178,10 +190,13 @@ class SessionManager(StreamableHTTPSessionManager):
             if not message.get("more_body", False) or size > self.max_request_body_size:
                 break
 
+        # One chunk in almost every request: no copy then.
+        body = messages[0].get("body", b"") if len(messages) == 1 else b"".join(m.get("body", b"") for m in messages)
+
         async def replay() -> Message:
             return messages.popleft() if messages else await receive()
 
-        return replay
+        return replay, body
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         member = self._member(scope) if self._member is not None else None
@@ -320,9 +335,11 @@ class _OverQuota(Exception):
         self.held = held
 
 
-def _error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    """A JSON-RPC error body without an id, as the SDK's manager answers."""
-    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+def _error(
+    status: int, code: int, message: str, headers: dict[str, str] | None = None, *, request_id: RequestId | None = None
+) -> Response:
+    """A JSON-RPC error body (without an id unless one is known), as the SDK's manager answers."""
+    body = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
     return Response(
         body.model_dump_json(by_alias=True, exclude_unset=True),
         status_code=status,

@@ -143,6 +143,7 @@ class Gateway:
             max_sessions=self.settings.max_sessions,
             member=scope_identity,
             max_sessions_per_member=self.settings.max_sessions_per_identity,
+            max_json_depth=config.settings.max_json_depth,
         )
         self.ready = False
         self.draining = False
