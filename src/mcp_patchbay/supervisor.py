@@ -80,8 +80,7 @@ class Supervisor:
     def _start(self, entry: ServerEntry) -> None:
         assert self._tg is not None
         if entry.problem is not None:
-            level = logging.WARNING
-            logger.log(level, "server '%s' is not started: %s", entry.name, entry.problem)
+            logger.warning("server '%s' is not started: %s (in %s)", entry.name, entry.problem, self.config.path)
         upstream = Upstream(
             entry,
             self.config.settings,
