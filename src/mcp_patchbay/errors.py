@@ -18,8 +18,11 @@ the upstream rebuilds its session on ``SessionExpired``, the circuit breaker cou
 ``UpstreamError`` but never ``ClientError``. Everything else is carried by ``code``.
 
 Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
-ExceptionGroups from transports) are translated in one place, ``translate``. The
-downstream edge turns an error into a result exactly once, with ``to_result``.
+pydantic's ValidationError, ExceptionGroups from transports) are translated in one place,
+``translate``, used as a boundary by ``translated`` (a ``with`` block, as httpx's
+``map_httpcore_exceptions``); the leaf of an exception group that says what happened is
+picked by one rule, ``most_telling``. The tool path's edge (``call_path.error_result``)
+turns an error into a result exactly once, with ``to_result``.
 
 One module on purpose, though past 450 lines: the tree, the table of what each code
 means, and the translation into them are read together when a failure is added.
@@ -27,16 +30,20 @@ means, and the translation into them are read together when a failure is added.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import httpx2
 import mcp_types as types
+from mcp.client.auth.exceptions import OAuthFlowError
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 MAX_MODEL_TEXT = 480
 """Errors shown to the model stay under 500 characters (the guides agree: longer wastes tokens)."""
@@ -245,21 +252,52 @@ def to_mcp_error(error: PatchbayError, code: int = types.INVALID_PARAMS) -> MCPE
 _UNKNOWN_TOOL_HINTS = ("unknown tool", "tool not found", "not found: tool", "no such tool")
 
 
+@contextmanager
+def translated(*, server: str, tool: str | None = None, what: str | None = None) -> Generator[None, None, None]:
+    """The boundary: anything foreign raised inside leaves as one of ours (``translate``),
+    chained to the original so the log keeps its traceback."""
+    try:
+        yield
+    except PatchbayError:
+        raise
+    except Exception as exc:
+        raise translate(exc, server=server, tool=tool, what=what) from exc
+
+
 def translate(
-    exc: BaseException, *, server: str, tool: str | None = None, timeout: float | None = None
+    exc: BaseException,
+    *,
+    server: str,
+    tool: str | None = None,
+    timeout: float | None = None,
+    what: str | None = None,
 ) -> PatchbayError:
     """Map any exception raised while talking to ``server`` into the tree.
 
-    Most specific match first. The caller does ``raise translate(e, ...) from e`` so
-    the log keeps the original traceback.
+    Most specific match first. The caller does ``raise translate(e, ...) from e`` (or uses
+    ``translated``) so the log keeps the original traceback. ``what``: the request that timed
+    out, when it was not a tool call (``resources/read``, ...).
     """
     if isinstance(exc, PatchbayError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        return translate(
-            _most_telling(cast("BaseExceptionGroup[BaseException]", exc)), server=server, tool=tool, timeout=timeout
-        )
+        return translate(most_telling(cast("BaseException", exc)), server=server, tool=tool, timeout=timeout, what=what)
     where = f"'{server}'"
+    if isinstance(exc, ValidationError) and tool is not None:  # a tool result our models refuse: the server's fault
+        return UpstreamError(
+            Code.PROTOCOL_ERROR,
+            "The server answered with a malformed tool result. Retry once; if it persists, tell the user.",
+            detail=f"not a valid CallToolResult: {exc}",
+            server=server,
+            tool=tool,
+        )
+    if isinstance(exc, TimeoutError) and what is not None:
+        return UpstreamError(
+            Code.TIMEOUT,
+            f"Server {where} did not answer the {what} request in time. Retry later.",
+            detail=repr(exc),
+            server=server,
+        )
     if isinstance(exc, MCPError):
         status = http_status_of(exc)
         if status is not None:
@@ -345,12 +383,29 @@ def leaves(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """Transports raise ExceptionGroups; the leaf that says the most is the first non-cancellation one."""
-    found = leaves(group)
-    for leaf in found:
-        if isinstance(leaf, httpx2.HTTPStatusError | MCPError | OSError | httpx2.HTTPError):
-            return leaf
+_TELLING: tuple[type[BaseException], ...] = (
+    PatchbayError,
+    OAuthFlowError,
+    httpx2.HTTPStatusError,
+    MCPError,
+    httpx2.HTTPError,
+    OSError,  # TimeoutError and ConnectionError among them
+)
+"""The kinds of leaf that say what happened, most telling first (``most_telling``)."""
+
+
+def most_telling(exc: BaseException) -> BaseException:
+    """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the
+    leaves that are not cancellations, the first of the most telling kind (``_TELLING``), else
+    the first; ``exc`` itself when it is not a group (or holds only cancellations)."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    group = cast("BaseExceptionGroup[BaseException]", exc)
+    found = [leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)]  # the proxy runs on asyncio
+    for kind in _TELLING:
+        for leaf in found:
+            if isinstance(leaf, kind):
+                return leaf
     return found[0] if found else group
 
 

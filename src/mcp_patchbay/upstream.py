@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -54,6 +53,7 @@ from mcp_patchbay.policies import (
     CircuitBreaker,
     Handler,
     RawResult,
+    RestartBackoff,
     RetryPolicy,
     ToolCall,
     build_chain,
@@ -73,8 +73,6 @@ logger = logging.getLogger("mcp_patchbay.upstream")
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
 _GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
 """Startup failures not retried in the background: only the user can fix them (a config reload retries)."""
-STABLE_AFTER = 60.0
-"""A connection that lived this long resets the restart backoff."""
 SIGN_IN_TOOL = "sign_in"
 """The tool listed for a server that waits for a sign-in, in place of the tools it cannot list yet."""
 
@@ -145,6 +143,8 @@ class Upstream:
     """This upstream's calls in flight, paused while a person answers its elicitation."""
     gate: SignInGate | None = None
     """Its OAuth sign-in, for a remote server that may ask for one (``RemoteSpec.signs_in``)."""
+    restart_backoff: RestartBackoff = field(init=False)
+    """How long to wait before connecting again (its clock and sleep are the tests' to replace)."""
 
     def __post_init__(self) -> None:
         self.name = self.entry.name
@@ -154,6 +154,7 @@ class Upstream:
         limit = (spec.max_concurrency if spec is not None else None) or settings.max_concurrency
         self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown)
         self.bulkhead = Bulkhead(limit, queue=limit * 4, wait=settings.queue_timeout)
+        self.restart_backoff = RestartBackoff(settings.restart_initial_delay, settings.restart_max_delay)
         self.chain: Handler = build_chain(
             self.send_call,
             breaker=self.breaker,
@@ -350,11 +351,7 @@ class Upstream:
             with anyio.fail_after(timeout or self.settings.timeout):
                 return await session.send_request(request, result_type)
         except TimeoutError as exc:
-            raise UpstreamError(
-                Code.TIMEOUT,
-                f"Server '{self.name}' did not answer the {what} request in time. Retry later.",
-                server=self.name,
-            ) from exc
+            raise translate(exc, server=self.name, what=what) from exc
         except Exception as exc:
             error = self._failure(exc, None, lost)
             if error.code is Code.AUTH_REQUIRED and self.gate is not None:
@@ -400,10 +397,10 @@ class Upstream:
             tg.cancel_scope.cancel()
 
     async def _run(self) -> None:
-        delay = self.settings.restart_initial_delay
+        backoff = self.restart_backoff
         try:
             while True:
-                began = time.monotonic()
+                began = backoff.clock()
                 try:
                     await self._connect_and_serve()
                 except Exception as exc:
@@ -418,20 +415,17 @@ class Upstream:
                     self.first_attempt_done.set()
                 if self.gate is not None and self.error is not None and self.error.code is Code.AUTH_REQUIRED:
                     await self._wait_for_sign_in(self.gate)
-                    delay = self.settings.restart_initial_delay
+                    backoff.reset()
                     continue
                 if self.error is not None and self.error.code in _GIVE_UP:
                     self.state = State.FAILED
                     self.on_change(self)
                     return  # a missing command or a refused token does not mend by waiting; a config reload retries
-                if time.monotonic() - began > STABLE_AFTER:
-                    delay = self.settings.restart_initial_delay
+                wait = backoff.next_wait(lasted=backoff.clock() - began)
                 self.state = State.RESTARTING if self.listing.tools or self.restarts else State.FAILED
                 self.on_change(self)
-                wait = delay * (0.5 + random.random() / 2)
                 self.log.warning("reconnecting to '%s' in %.1fs (attempt %d)", self.name, wait, self.restarts + 1)
-                await anyio.sleep(wait)
-                delay = min(delay * 2, self.settings.restart_max_delay)
+                await backoff.sleep(wait)
                 self.restarts += 1
                 if self.state is State.FAILED:
                     self.state = State.RESTARTING
