@@ -33,7 +33,6 @@ logger = logging.getLogger("mcp_patchbay.supervisor")
 
 ChangeListener = Callable[[set[str]], None]
 """Called with the kinds of list that changed: "tools", "prompts", "resources"."""
-ReadyListener = Callable[[Upstream], None]
 
 
 @dataclass
@@ -225,7 +224,3 @@ class Supervisor:
             upstream.stop()
         if scope is not None:
             scope.cancel()
-
-    async def aclose(self) -> None:
-        for name in list(self.upstreams):
-            self._stop(name)
