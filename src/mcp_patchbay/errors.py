@@ -9,13 +9,13 @@
             ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
             └── SignedIn           the sign-in the call needed completed: send it again when ready
 
-Configuration mistakes in the file are ``config.ConfigError``; at call time a server
-that is disabled or misconfigured raises ``UpstreamError`` with code
-``SERVER_UNAVAILABLE`` and category ``configuration``.
+Configuration mistakes in the file are ``config.ConfigError``; at call time a server that is
+disabled or misconfigured raises ``UpstreamError`` with code ``SERVER_UNAVAILABLE``.
 
 Classes exist where code branches on them: the policies retry ``NotDelivered`` freely,
-the upstream rebuilds its session on ``SessionExpired``, the circuit breaker counts
-``UpstreamError`` but never ``ClientError``. Everything else is carried by ``code``.
+the upstream rebuilds its session on ``SessionExpired``, the tool path's edge logs a
+``ClientError`` (the model's mistake) at INFO. Everything else is carried by ``code``: the
+circuit breaker counts the codes the table marks ``trips_breaker``, the retry ``resend_when_safe``.
 
 Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
 pydantic's ValidationError, ExceptionGroups from transports) are translated in one place,
@@ -241,21 +241,24 @@ def to_result(error: PatchbayError) -> types.CallToolResult:
     )
 
 
+def result_values(error: PatchbayError) -> dict[str, Any]:
+    """``to_result`` as JSON values, without the 2026-07-28 ``resultType`` (the SDK's to add)."""
+    return to_result(error).model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"result_type"})
+
+
 def to_mcp_error(error: PatchbayError, code: int = types.INVALID_PARAMS) -> MCPError:
     """For requests that have no isError form (prompts, resources, strict unknown-tool mode)."""
     return MCPError(code=code, message=clip(error.message), data=error.to_dict())
 
 
 # --- translation of foreign exceptions ------------------------------------------------
-# No await beyond this point.
 
 _UNKNOWN_TOOL_HINTS = ("unknown tool", "tool not found", "not found: tool", "no such tool")
 
 
 @contextmanager
 def translated(*, server: str, tool: str | None = None, what: str | None = None) -> Generator[None, None, None]:
-    """The boundary: anything foreign raised inside leaves as one of ours (``translate``),
-    chained to the original so the log keeps its traceback."""
+    """The boundary: anything foreign raised inside leaves as one of ours, chained to the original."""
     try:
         yield
     except PatchbayError:
@@ -272,12 +275,9 @@ def translate(
     timeout: float | None = None,
     what: str | None = None,
 ) -> PatchbayError:
-    """Map any exception raised while talking to ``server`` into the tree.
-
-    Most specific match first. The caller does ``raise translate(e, ...) from e`` (or uses
-    ``translated``) so the log keeps the original traceback. ``what``: the request that timed
-    out, when it was not a tool call (``resources/read``, ...).
-    """
+    """Map any exception raised while talking to ``server`` into the tree, most specific match
+    first; the caller raises it ``from`` the original (or uses ``translated``). ``what``: the
+    request that timed out, when it was not a tool call (``resources/read``, ...)."""
     if isinstance(exc, PatchbayError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
@@ -290,13 +290,6 @@ def translate(
             detail=f"not a valid CallToolResult: {exc}",
             server=server,
             tool=tool,
-        )
-    if isinstance(exc, TimeoutError) and what is not None:
-        return UpstreamError(
-            Code.TIMEOUT,
-            f"Server {where} did not answer the {what} request in time. Retry later.",
-            detail=repr(exc),
-            server=server,
         )
     if isinstance(exc, MCPError):
         status = http_status_of(exc)
@@ -316,9 +309,11 @@ def translate(
             server=server,
         )
     if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        advice = "in time. Retry later, or try a smaller request."
+        text = f"the {what} request in time. Retry later." if what else advice
         return UpstreamError(
             Code.TIMEOUT,
-            f"Server {where} did not answer in time. Retry later, or try a smaller request.",
+            f"Server {where} did not answer {text}",
             detail=repr(exc),
             server=server,
             tool=tool,
@@ -395,13 +390,14 @@ _TELLING: tuple[type[BaseException], ...] = (
 
 
 def most_telling(exc: BaseException) -> BaseException:
-    """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the
-    leaves that are not cancellations, the first of the most telling kind (``_TELLING``), else
-    the first; ``exc`` itself when it is not a group (or holds only cancellations)."""
+    """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the leaves
+    not cancelled, the first of the most telling kind (``_TELLING``), else the first."""
     if not isinstance(exc, BaseExceptionGroup):
         return exc
     group = cast("BaseExceptionGroup[BaseException]", exc)
-    found = [leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)]  # the proxy runs on asyncio
+    found = [
+        leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)
+    ]  # the proxy runs on asyncio
     for kind in _TELLING:
         for leaf in found:
             if isinstance(leaf, kind):

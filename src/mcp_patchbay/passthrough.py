@@ -21,7 +21,6 @@ is recorded (``served``) so that the server sends ``list_changed`` only for what
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Container
 from typing import Any
@@ -37,12 +36,12 @@ from mcp_patchbay.client_channel import LOG_LEVEL
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
 from mcp_patchbay.messages import unknown_name
 from mcp_patchbay.sdk import connection_of
+from mcp_patchbay.status import STATUS_URI, as_text, status_resource
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.passthrough")
 
-STATUS_URI = "patchbay://status"
 RESOURCE_NOT_FOUND = -32002
 
 
@@ -78,16 +77,9 @@ class Passthrough:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         await self.supervisor.wait_startup()
-        status = types.Resource(
-            uri=STATUS_URI,
-            name="patchbay-status",
-            title="mcp-patchbay status",
-            description="Health of every upstream server: state, errors by code, restarts, breaker state.",
-            mime_type="application/json",
-        )
         catalog = self.catalog()
         self._served("resources", (list(catalog.resources), list(catalog.templates)))
-        return types.ListResourcesResult(resources=[*catalog.resources, status])
+        return types.ListResourcesResult(resources=[*catalog.resources, status_resource()])
 
     async def list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -121,7 +113,7 @@ class Passthrough:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == STATUS_URI:
-            text = json.dumps(self._status(), indent=1)
+            text = as_text(self._status())
             return types.ReadResourceResult(
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )

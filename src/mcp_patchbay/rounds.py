@@ -61,7 +61,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.deadlines import Clock, ProgressFn
-from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError, to_result
+from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError, result_values
 from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.rounds")
@@ -434,7 +434,7 @@ async def refused_state_as_result(ctx: ServerRequestContext[Any, Any], call_next
     except MCPError as exc:
         if exc.code != types.INVALID_PARAMS or exc.data != {"reason": "invalid_request_state"}:
             raise
-    result = to_result(expired()).model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"result_type"})
+    result = result_values(expired())
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
         result["resultType"] = "complete"
     return result
