@@ -56,7 +56,7 @@ def measure(path: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--catalog", type=Path, default=ROOT / "benchmarks" / "search_data" / "catalog.json")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()

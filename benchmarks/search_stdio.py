@@ -143,7 +143,7 @@ async def run(tasks: list[dict[str, Any]], catalog: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=Path, default=DATA / "tasks_blind.json")
     parser.add_argument("--catalog", type=Path, default=DATA / "catalog.json")
     parser.add_argument("--limit", type=int, help="only the first N tasks")

@@ -287,7 +287,7 @@ def main() -> None:
     if "--upstream" in sys.argv:
         upstream()
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--attackers", type=int, default=4)
     args = parser.parse_args()

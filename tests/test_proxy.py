@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -197,7 +198,7 @@ def _silent_link() -> Any:
     from mcp_patchbay.transports import Link
 
     @asynccontextmanager
-    async def link() -> Any:
+    async def link() -> AsyncIterator[Any]:
         send, receive = anyio.create_memory_object_stream[Any](100)
         send2, receive2 = anyio.create_memory_object_stream[Any](100)
         async with send, receive, send2, receive2:

@@ -1,3 +1,5 @@
+# pyright: reportMissingImports=false
+# (fastmcp is installed in its own virtualenv, never the project's: see below.)
 """FastMCP's BM25SearchTransform on the bench catalog: run with a Python that has fastmcp==4.1.2.
 
     /tmp/fastmcp-venv/bin/python benchmarks/search_data/fastmcp_side.py [--limit 5] > results.json

@@ -16,6 +16,7 @@ per request they care about to an events file (never a token): ``World.events``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -92,7 +93,7 @@ class Announced:
         stdout: IO[bytes] | None = self.process.stdout
         if stdout is not None:
             with stdout:
-                while stdout.read1(4096):
+                while cast(io.BufferedReader, stdout).read1(4096):  # Popen's stdout, unbuffered=False
                     pass
 
     def _tail(self) -> str:
