@@ -385,19 +385,20 @@ _TELLING: tuple[type[BaseException], ...] = (
     MCPError,
     httpx2.HTTPError,
     OSError,  # TimeoutError and ConnectionError among them
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
 )
 """The kinds of leaf that say what happened, most telling first (``most_telling``)."""
 
 
 def most_telling(exc: BaseException) -> BaseException:
     """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the leaves
-    not cancelled, the first of the most telling kind (``_TELLING``), else the first."""
+    not cancelled (asyncio's: the proxy runs on it), the first of the most telling kind, else the first."""
     if not isinstance(exc, BaseExceptionGroup):
         return exc
     group = cast("BaseExceptionGroup[BaseException]", exc)
-    found = [
-        leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)
-    ]  # the proxy runs on asyncio
+    found = [leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)]
     for kind in _TELLING:
         for leaf in found:
             if isinstance(leaf, kind):
