@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from tests.e2e_util import (
     ROOT,
     bad_checks,
     conformance_suite_problem,
+    free_port,
     run_suite,
     suite_checks,
 )
@@ -102,12 +102,6 @@ def node22() -> Path:
     if problem is not None:
         pytest.skip(problem)
     return NODE22
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
