@@ -1,11 +1,13 @@
 """The requests that pass through to the upstreams: resources, prompts, completion, logging, roots.
 
-Tools take their own path (``server.Proxy.run_tool``, with policies); these requests go to
+Tools take their own path (``call_path.ToolPath``, with policies); these requests go to
 the upstream that owns the name or URI, and an upstream's failure becomes a JSON-RPC error
 (they have no ``isError`` form). Lists are merged from the catalog, and every list served
-is recorded (``served``) so that the server sends ``list_changed`` only for what changed.
+is recorded (``served``: ``notifications.ListChanges.serving``) so that ``list_changed`` is
+sent only for what changed.
 
-- resources: the catalog's resources and templates, plus the proxy's own status resource;
+- resources: the catalog's resources and templates, plus the proxy's own status resource
+  (``status``);
   a read goes to the owner of the URI, or tries every server offering resources.
 - prompts and completion: resolved by name as tools are (forgiving, with suggestions).
 - ``logging/setLevel``: on stdio, passed to every upstream now and to each one that
@@ -58,7 +60,7 @@ class Passthrough:
         *,
         shared: bool = False,
     ) -> None:
-        """``catalog``: what the current caller may see (``server.Proxy.view``); ``permitted``:
+        """``catalog``: what the current caller may see (``views.Views.view``); ``permitted``:
         the servers it may use (the gateway's access rules), all of them when None;
         ``shared``: the gateway (a logging level is each session's own)."""
         self.supervisor = supervisor

@@ -79,9 +79,13 @@ EXPIRED_MESSAGE = (
 _STOP_GRACE = 5.0
 """How long, as the proxy stops, the calls still running get to end once cancelled."""
 Call = Callable[[ProgressFn | None], Awaitable[dict[str, Any]]]
-"""One tool call as JSON values (``Proxy.run_tool``), given where its progress goes."""
+"""One tool call as JSON values (``call_path.ToolPath.run``), given where its progress goes."""
 CURRENT: ContextVar[Exchange | None] = ContextVar("patchbay_exchange", default=None)
-"""The exchange of the call running in this task (set in its background task)."""
+"""The exchange of the call running in this task (set in its background task), read by
+``client_channel.SessionChannel.calling`` to tie what the upstream asks to this call. A
+ContextVar on purpose: only a call ``Rounds.start`` runs has one, and it is known only in the
+task started here, several frames above the channel; passing it would put it in every tool
+call's signature (``call_path.ToolPath.run``) for the one kind of call that has it."""
 
 _CAPABILITY: Final = {
     "sampling/createMessage": "sampling",
