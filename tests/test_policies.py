@@ -221,7 +221,7 @@ async def test_deadline_covers_the_whole_chain_and_progress_extends_it() -> None
     async def slow(call: ToolCall) -> RawResult:
         call.deadline.extend()  # what a progress notification does
         progressed.set()
-        await anyio.sleep(10)
+        await anyio.sleep_forever()
         return OK
 
     deadline = Deadline(0.05, 0.2)
@@ -256,7 +256,7 @@ async def test_timeouts_trip_the_breaker() -> None:
     """Regression: the deadline used to wrap the breaker, which saw a timeout as a cancellation."""
 
     async def hang(call: ToolCall) -> RawResult:
-        await anyio.sleep(10)
+        await anyio.sleep_forever()
         return OK
 
     breaker = CircuitBreaker(threshold=2, cooldown=30.0)
