@@ -4,7 +4,7 @@ Both lanes end here: the handshake-era lane (``lane.CallLane``, JSON values) cal
 ``ToolPath.run``; the SDK's typed path (2026-07-28 connections, calls before the
 handshake ended) calls ``ToolPath.call_tool``, which runs a 2026-07-28 call that can
 answer input through ``rounds``. ``run`` looks the name up in the caller's view, resolves
-a mistaken one (``naming``, ``messages``), checks the arguments, and sends the call down
+a mistaken one (``naming``, ``name_errors``), checks the arguments, and sends the call down
 its upstream's policy chain (``upstream.chain``), bounding the result (``results``).
 
 The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
@@ -44,7 +44,7 @@ from mcp_patchbay.errors import (
 )
 from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
 from mcp_patchbay.lane import split_meta
-from mcp_patchbay.messages import hidden_tool, unknown_name
+from mcp_patchbay.name_errors import hidden_tool, unknown_name
 from mcp_patchbay.notifications import IdentityOf
 from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.policies import ToolCall

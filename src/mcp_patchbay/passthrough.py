@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_patchbay.catalog import Catalog, owner_of_uri
 from mcp_patchbay.client_channel import LOG_LEVEL
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
-from mcp_patchbay.messages import unknown_name
+from mcp_patchbay.name_errors import unknown_name
 from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.status import STATUS_URI, as_text, status_resource
 from mcp_patchbay.supervisor import Supervisor
