@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 
 from mcp_patchbay import arguments
+from mcp_patchbay.availability import State, sign_in_tool
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.client_limits import name_budget
@@ -27,7 +28,7 @@ from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.upstream import State, Upstream, sign_in_tool
+from mcp_patchbay.upstream import Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 

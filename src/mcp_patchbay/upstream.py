@@ -1,8 +1,8 @@
 """One upstream server: its transport, its session, its restarts, its state.
 
 An ``Upstream`` runs as one task for its whole life (``run``): connect, read its
-lists, serve until the connection is lost, wait with exponential backoff and
-jitter, connect again. Each connection lives inside a single cancel scope whose
+lists, serve until the connection is lost, wait (``policies.RestartBackoff``),
+connect again. Each connection lives inside a single cancel scope whose
 deadline bounds spawn + initialize (``connect_timeout``) and is lifted once the
 session is ready, so startup is bounded without breaking the scope nesting of the
 SDK's transports. Whatever escapes a transport (ExceptionGroups from HTTP
@@ -15,12 +15,12 @@ One module on purpose, though past 450 lines: the connection's life and the call
 share one invariant (``_ready`` is set exactly while there is a session, and a failure
 seen by a call ends only the connection it was sent on), which must be read in one place.
 What is separable lives apart: the links (``transports``), reading lists (``listing``),
-the way back to the client (``client_channel``).
+the way back to the client (``client_channel``), the state and what it says while the
+server cannot serve (``availability``).
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import math
 import time
@@ -34,13 +34,13 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
 
-from mcp_patchbay import __version__
+from mcp_patchbay import __version__, availability
+from mcp_patchbay.availability import GIVE_UP, SIGN_IN_TOOL, State
 from mcp_patchbay.client_channel import ClientChannel, session_callbacks
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
 from mcp_patchbay.deadlines import DeadlineSet, extending
 from mcp_patchbay.errors import (
     Code,
-    NotDelivered,
     PatchbayError,
     SignedIn,
     UpstreamError,
@@ -71,35 +71,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_patchbay.upstream")
 
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
-_GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
-"""Startup failures not retried in the background: only the user can fix them (a config reload retries)."""
-SIGN_IN_TOOL = "sign_in"
-"""The tool listed for a server that waits for a sign-in, in place of the tools it cannot list yet."""
-
-
-def sign_in_tool(server: str) -> types.Tool:
-    """What the model sees of a server that needs a sign-in: one tool that starts it."""
-    return types.Tool(
-        name=SIGN_IN_TOOL,
-        description=(
-            f"Server '{server}' needs the user to sign in before its tools can be used. Call this (no arguments) "
-            "when the user wants to use it: it opens the sign-in page in the user's browser; once the user has "
-            "signed in, the server's own tools are listed."
-        ),
-        input_schema={"type": "object", "properties": {}},
-    )
-
-
-class State(enum.StrEnum):
-    STARTING = "starting"
-    READY = "ready"
-    RESTARTING = "restarting"
-    FAILED = "failed"
-    SIGN_IN = "needs_sign_in"
-    """A remote server that asked for a sign-in the user has not given (``oauth.gate``)."""
-    DISABLED = "disabled"
-    INVALID = "invalid"
-    STOPPED = "stopped"
 
 
 @dataclass
@@ -193,17 +164,7 @@ class Upstream:
 
     def reason(self) -> str:
         """Why this upstream cannot serve now, in plain words (empty when ready)."""
-        if self.state is State.READY:
-            return ""
-        if self.state is State.DISABLED:
-            return "disabled in the config"
-        if self.state is State.INVALID:
-            return f"config error: {self.entry.problem}"
-        if self.state is State.SIGN_IN and self.gate is not None:  # the status resource is the model's to read
-            return f"needs sign-in: run {self.gate.login_hint}"
-        if self.error is not None:
-            return self.error.message
-        return "still starting"
+        return availability.reason(self)
 
     async def unavailable(self, tool: str | None = None) -> PatchbayError:
         """Why a call cannot be served now; for a server that needs a sign-in, starting one."""
@@ -212,47 +173,8 @@ class Upstream:
         return self.unavailable_error()
 
     def unavailable_error(self) -> PatchbayError:
-        where = f"'{self.name}'"
-        if self.state is State.SIGN_IN and self.gate is not None:
-            return self.gate.required()
-        if self.state is State.DISABLED:
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                f"Server {where} is disabled in the proxy's config, so its tools cannot be used. Use another tool "
-                "or tell the user.",
-                server=self.name,
-            )
-        if self.state is State.INVALID:
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                f"Server {where} is unavailable: its entry in the proxy's config has a mistake. Tell the user to "
-                "run 'mcp-patchbay check'.",
-                detail=self.entry.problem,
-                server=self.name,
-            )
-        if self.state is State.FAILED or (self.first_ready_after is None and self.error is not None):
-            # Never served: say why it fails rather than "restarting"; it is retried in the background.
-            why = self.error.message if self.error is not None else f"Server {where} failed to start."
-            # FAILED also marks a first failure waiting for its retry; see _GIVE_UP for what is given up on.
-            gave_up = self.state is State.FAILED and (self.error is None or self.error.code in _GIVE_UP)
-            retrying = not gave_up
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                why + (" The proxy keeps retrying; try again later or use another tool." if retrying else ""),
-                detail=self.error.detail if self.error is not None else None,
-                retryable=retrying,
-                server=self.name,
-            )
-        if self.state is State.STOPPED:
-            return UpstreamError(Code.SERVER_UNAVAILABLE, f"Server {where} was removed or stopped.", server=self.name)
-        verb = "is restarting" if self.state is State.RESTARTING else "is still starting"
-        return NotDelivered(
-            Code.SERVER_STARTING,
-            f"Server {where} {verb}. Retry in a few seconds.",
-            detail=self.error.detail if self.error is not None else None,
-            retry_after_ms=2000,
-            server=self.name,
-        )
+        """The error a call meets while this upstream cannot serve (``availability``)."""
+        return availability.unavailable_error(self)
 
     async def wait_ready(self, timeout: float) -> bool:
         with anyio.move_on_after(max(0.0, timeout)):
@@ -417,7 +339,7 @@ class Upstream:
                     await self._wait_for_sign_in(self.gate)
                     backoff.reset()
                     continue
-                if self.error is not None and self.error.code in _GIVE_UP:
+                if self.error is not None and self.error.code in GIVE_UP:
                     self.state = State.FAILED
                     self.on_change(self)
                     return  # a missing command or a refused token does not mend by waiting; a config reload retries
@@ -674,4 +596,4 @@ async def _set_when(source: anyio.Event, target: anyio.Event) -> None:
     target.set()
 
 
-__all__ = ["State", "Upstream"]
+__all__ = ["State", "Upstream"]  # State is availability's, named here too for the upstream's readers
