@@ -21,7 +21,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config
-from mcp_patchbay.rounds import AUDIENCE, EXPIRED_MESSAGE, Exchange, Rounds, state_security
+from mcp_patchbay.request_state import AUDIENCE, state_security
+from mcp_patchbay.rounds import EXPIRED_MESSAGE, Exchange, Rounds
 from mcp_patchbay.server import Proxy
 from tests.harness import (
     FakeTool,

@@ -46,7 +46,8 @@ from mcp_patchbay.lane import CallLane
 from mcp_patchbay.notifications import IdentityOf, ListChanges
 from mcp_patchbay.outbox import EndSession, Outboxes
 from mcp_patchbay.passthrough import Passthrough
-from mcp_patchbay.rounds import AUDIENCE, Rounds, refused_state_as_result, state_security
+from mcp_patchbay.request_state import AUDIENCE, refused_state_as_result, state_security
+from mcp_patchbay.rounds import Rounds
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import STATUS_TOOL, STATUS_URI, visible
 from mcp_patchbay.supervisor import Supervisor
