@@ -70,12 +70,16 @@ def everything_entry() -> dict[str, Any]:
     return {"command": "node", "args": [EVERYTHING]}
 
 
-def write_config(name: str, servers: dict[str, dict[str, Any]], **patchbay: Any) -> Path:
+def write_config(
+    name: str, servers: dict[str, dict[str, Any]], gateway: dict[str, Any] | None = None, **patchbay: Any
+) -> Path:
     """A config file in ``.bench/``: ``{"mcpServers": ...}``, read by both mcp-patchbay and FastMCP."""
     WORK.mkdir(exist_ok=True)
     document: dict[str, Any] = {"mcpServers": servers}
     if patchbay:
         document["patchbay"] = patchbay
+    if gateway:
+        document["gateway"] = gateway
     path = WORK / f"{name}.json"
     path.write_text(json.dumps(document, indent=1), encoding="utf-8")
     return path

@@ -52,6 +52,7 @@ LOAD_SCRIPT = str(ROOT / "benchmarks" / "gateway_load.py")
 THROUGHPUT_TARGET = 0.7
 ADDED_MEDIAN_TARGET_MS = 1.0
 MAX_CONCURRENCY = 128
+MAX_SESSIONS = 1000  # the gateway's max_sessions: the idle-session figure opens up to 1000
 """``patchbay.max_concurrency`` in the gateway's config: more than the most clients a run has."""
 
 
@@ -104,9 +105,14 @@ def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
 def gateway(upstream_url: str) -> Iterator[tuple[subprocess.Popen[str], str, float]]:
     """``mcp-patchbay serve --http`` with the upstream in its config; yields (process, /mcp URL, s to ready)."""
     # max_concurrency: the default (16 in flight, 64 queued per upstream) is sized for one desktop
-    # client; 100 benchmark clients would get BULKHEAD_FULL results instead of calls.
+    # client; 100 benchmark clients would get BULKHEAD_FULL results instead of calls. Every client
+    # here is one member (127.0.0.1, no sign-in): at the default max_sessions_per_identity (50) the
+    # gateway would end the least recently used of 100 clients' sessions (404 "Session not found").
     config = write_config(
-        "gateway-bench", {"bench": {"type": "http", "url": upstream_url}}, max_concurrency=MAX_CONCURRENCY
+        "gateway-bench",
+        {"bench": {"type": "http", "url": upstream_url}},
+        gateway={"max_sessions_per_identity": MAX_SESSIONS},
+        max_concurrency=MAX_CONCURRENCY,
     )
     port = free_port()
     arguments = ["serve", "--http", f"127.0.0.1:{port}", str(config), "--log-level", "WARNING"]

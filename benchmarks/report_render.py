@@ -1,8 +1,8 @@
-"""Write docs/PERFORMANCE.md from the results of ``bench_report.run_all`` (or a saved results JSON).
+"""Write docs/PERFORMANCE.md from the results of ``benchmarks.report.run_all`` (or a saved results JSON).
 
 The document's text is ``report_template.md`` (string.Template, one block per optional
 section); this module builds its tables from the results, row by row, and fills the fields. The
-statements under "Reading the results" and "Findings" come from ``bench_report_findings``.
+statements under "Reading the results" and "Findings" come from ``benchmarks.report_findings``.
 Nothing here measures.
 """
 
