@@ -61,6 +61,8 @@ Request = ServerRequestContext[Any, Any]
 CallObserver = Callable[[str | None, str | None, str, float], None]
 """(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
 ``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
+RunTool = Callable[..., Awaitable[dict[str, Any]]]
+"""``ToolPath.run``, as ``Proxy.run_tool`` holds it."""
 StatusOf = Callable[["Request | None"], dict[str, Any]]
 """The status as the caller of a request may see it (``Proxy.status_snapshot``)."""
 
@@ -93,10 +95,11 @@ class ToolPath:
         """Told of every tool call's outcome (the gateway's metrics)."""
 
     async def call_tool(
-        self, ctx: Request, params: types.CallToolRequestParams
+        self, ctx: Request, params: types.CallToolRequestParams, run: RunTool
     ) -> types.CallToolResult | types.InputRequiredResult:
         """The SDK's typed path: calls the lane does not take (2026-07-28 connections, calls
-        before the handshake ended). The lane (``lane.CallLane``) serves all others.
+        before the handshake ended). The lane (``lane.CallLane``) serves all others. ``run`` is
+        ``Proxy.run_tool`` (``run`` itself, unless a test put another in its place).
         A 2026-07-28 client that can answer input has its call run by ``rounds``: what the
         upstream asks mid-call comes back as ``input_required``, and its retry resumes it."""
         wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
@@ -107,7 +110,7 @@ class ToolPath:
             progress = self._outboxes.progress(progress)
 
         def call(on_progress: ProgressFn | None) -> Awaitable[dict[str, Any]]:
-            return self.run(params.name, params.arguments, on_progress, meta, request=ctx)
+            return run(params.name, params.arguments, on_progress, meta, request=ctx)
 
         try:
             if params.request_state is not None:

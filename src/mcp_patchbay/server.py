@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
 from typing import Any
 
@@ -183,7 +183,7 @@ class Proxy:
             version=__version__,
             instructions=None,
             on_list_tools=self._list_tools,
-            on_call_tool=self.tools.call_tool,
+            on_call_tool=self._call_tool,
             on_list_resources=self.passthrough.list_resources,
             on_list_resource_templates=self.passthrough.list_templates,
             on_read_resource=self.passthrough.read_resource,
@@ -293,6 +293,13 @@ class Proxy:
 
     def _listen_buses(self, server: str) -> list[InMemorySubscriptionBus]:
         return self.changes.listen_buses(server)
+
+    def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
+        """``tools/call`` on the SDK's path: ``ToolPath.call_tool``, running ``self.run_tool``
+        (returned, not awaited here: no hop of its own)."""
+        return self.tools.call_tool(ctx, params, self.run_tool)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
