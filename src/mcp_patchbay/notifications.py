@@ -37,7 +37,7 @@ from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.throttle import LogThrottle
-from mcp_patchbay.views import REQUEST, View, Views
+from mcp_patchbay.views import View, Views
 
 logger = logging.getLogger("mcp_patchbay.server")
 
@@ -169,11 +169,8 @@ class ListChanges:
         self._pending |= kinds
         self._changes.set()
 
-    def serving(self, kind: str, listing: object) -> None:
-        """A list was served to the current request's client: remember it for its session."""
-        ctx = REQUEST.get()
-        if ctx is None:
-            return
+    def serving(self, ctx: ServerRequestContext[Any, Any], kind: str, listing: object) -> None:
+        """A list was served to ``ctx``'s client: remember it for its session."""
         access = self.views.current_access()
         handshake = ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
         key: Connection | Listeners = connection_of(ctx.session) if handshake else self.listeners_of(access)

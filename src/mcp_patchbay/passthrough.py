@@ -53,16 +53,18 @@ class Passthrough:
     def __init__(
         self,
         supervisor: Supervisor,
-        served: Callable[[str, object], None],
-        status: Callable[[], dict[str, Any]],
+        served: Callable[[ServerRequestContext[Any, Any], str, object], None],
+        status: Callable[[ServerRequestContext[Any, Any]], dict[str, Any]],
         catalog: Callable[[], Catalog],
         permitted: Callable[[], Container[str]] | None = None,
         *,
         shared: bool = False,
     ) -> None:
-        """``catalog``: what the current caller may see (``views.Views.view``); ``permitted``:
-        the servers it may use (the gateway's access rules), all of them when None;
-        ``shared``: the gateway (a logging level is each session's own)."""
+        """``served``: a list was served to a request's client (``notifications``); ``status``:
+        the status as a request's caller may see it; ``catalog``: what the current caller may
+        see (``views.Views.view``); ``permitted``: the servers it may use (the gateway's access
+        rules), all of them when None; ``shared``: the gateway (a logging level is each
+        session's own)."""
         self.supervisor = supervisor
         self.shared = shared
         self.catalog = catalog
@@ -80,7 +82,7 @@ class Passthrough:
     ) -> types.ListResourcesResult:
         await self.supervisor.wait_startup()
         catalog = self.catalog()
-        self._served("resources", (list(catalog.resources), list(catalog.templates)))
+        self._served(ctx, "resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourcesResult(resources=[*catalog.resources, status_resource()])
 
     async def list_templates(
@@ -88,7 +90,7 @@ class Passthrough:
     ) -> types.ListResourceTemplatesResult:
         await self.supervisor.wait_startup()
         catalog = self.catalog()
-        self._served("resources", (list(catalog.resources), list(catalog.templates)))
+        self._served(ctx, "resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
     def _owner(self, uri: str, *, subscribing: bool = False) -> list[Upstream]:
@@ -115,7 +117,7 @@ class Passthrough:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == STATUS_URI:
-            text = as_text(self._status())
+            text = as_text(self._status(ctx))
             return types.ReadResourceResult(
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
@@ -173,7 +175,7 @@ class Passthrough:
     ) -> types.ListPromptsResult:
         await self.supervisor.wait_startup()
         prompts = list(self.catalog().prompts)
-        self._served("prompts", prompts)
+        self._served(ctx, "prompts", prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:

@@ -52,7 +52,7 @@ from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import STATUS_TOOL, STATUS_URI, visible
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.views import REQUEST, AccessFor, View, Views
+from mcp_patchbay.views import AccessFor, View, Views
 
 logger = logging.getLogger("mcp_patchbay.server")
 
@@ -259,10 +259,8 @@ class Proxy:
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: the channel back to the client learns it from its first request, and
-        the handler (and the calls it starts) knows which request it serves."""
+        """Middleware: the channel back to the client learns it from its first request."""
         self.channel.meet(ctx)
-        REQUEST.set(ctx)
         return await call_next(ctx)
 
     # --- resource subscriptions ---------------------------------------------------------
@@ -306,19 +304,17 @@ class Proxy:
     ) -> types.ListToolsResult:
         await self.supervisor.wait_startup()
         tools = self.views.tools_listing(self.views.view())
-        self.changes.serving("tools", tools)
+        self.changes.serving(ctx, "tools", tools)
         return types.ListToolsResult(tools=tools)
 
     def status_snapshot(self, request: ServerRequestContext[Any, Any] | None = None) -> dict[str, Any]:
-        """The health of the servers the caller of ``request`` (else of the current request) may
+        """The health of the servers the caller of ``request`` (None: the lane's, on stdio) may
         use; a caller restricted by access rules sees its own errors whole and others' only as
         health (``status.visible``)."""
         view = self.views.view()
         health = {n: u.status() for n, u in self.supervisor.upstreams.items() if n in view.servers}
         if view.access is None:
             return visible(self.supervisor.status, health, None, None)
-        if request is None:
-            request = REQUEST.get()
         caller = self._identity_of(request) if self._identity_of is not None and request is not None else None
         return visible(self.supervisor.status, health, view.access, caller)
 

@@ -4,24 +4,21 @@ A ``View`` is made per access (the gateway's sign-in says whose request this is)
 cached until the catalog changes; stdio and open gateways see everything through one
 uncached view. ``Views`` owns that cache and the listing of tools a caller gets.
 
-``REQUEST`` is the one ambient record of who is calling that the proxy keeps itself: the
-client request being handled, set by ``server.Proxy``'s middleware. It stays a ContextVar
-because what reads it is called back by code that never sees the request: ``passthrough``'s
-list handlers tell ``notifications`` what they served through a ``(kind, listing)``
-callback, and the status resource is read through ``passthrough`` too. The tool path does
-not read it: the caller is passed down ``call_path.ToolPath.run`` explicitly.
+Who is calling: the caller's access comes from ``access_for`` (the gateway's sign-in, which
+reads the SDK's access token, a ContextVar the SDK's auth middleware sets); the proxy keeps
+no ambient record of its own. The request is passed explicitly to what needs it: the tool
+path (``call_path.ToolPath.run``), the lists served (``notifications.ListChanges.serving``)
+and the status (``server.Proxy.status_snapshot``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
 
 from mcp_patchbay.catalog import Catalog, Permits, restricted
 from mcp_patchbay.config import Settings
@@ -29,8 +26,6 @@ from mcp_patchbay.exposure import Exposure, described_servers
 from mcp_patchbay.status import status_tool
 from mcp_patchbay.supervisor import Supervisor
 
-REQUEST: ContextVar[ServerRequestContext[Any, Any] | None] = ContextVar("patchbay_request", default=None)
-"""The client request being handled (set by ``Proxy``'s middleware); None on the stdio call lane."""
 AccessFor = Callable[[], Permits | None]
 """What the caller of the current request may use; None: everything (stdio, open gateways)."""
 
@@ -111,4 +106,4 @@ class Views:
         return None if target is None else target.definition.input_schema
 
 
-__all__ = ["REQUEST", "AccessFor", "View", "Views"]
+__all__ = ["AccessFor", "View", "Views"]
