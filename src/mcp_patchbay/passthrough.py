@@ -265,4 +265,4 @@ async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> 
         logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
 
 
-__all__ = ["RESOURCE_NOT_FOUND", "STATUS_URI", "Passthrough"]
+__all__ = ["RESOURCE_NOT_FOUND", "Passthrough"]

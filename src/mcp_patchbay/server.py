@@ -36,7 +36,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from mcp_patchbay import __version__
 from mcp_patchbay.call_path import CallObserver, ToolPath
-from mcp_patchbay.catalog import Permits
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
@@ -49,10 +48,10 @@ from mcp_patchbay.passthrough import Passthrough
 from mcp_patchbay.request_state import AUDIENCE, refused_state_as_result, state_security
 from mcp_patchbay.rounds import Rounds
 from mcp_patchbay.spawn import Prespawned
-from mcp_patchbay.status import STATUS_TOOL, STATUS_URI, visible
+from mcp_patchbay.status import visible
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.views import AccessFor, View, Views
+from mcp_patchbay.views import AccessFor, Views
 
 logger = logging.getLogger("mcp_patchbay.server")
 
@@ -285,10 +284,6 @@ class Proxy:
                 return types.EmptyResult()
         return await self.passthrough.unsubscribe(ctx, params)
 
-    def view(self, access: Permits | bool | None = True) -> View:
-        """What the current caller (or ``access``) may see (``views.Views.view``)."""
-        return self.views.view(access)
-
     def _listen_buses(self, server: str) -> list[InMemorySubscriptionBus]:
         return self.changes.listen_buses(server)
 
@@ -323,4 +318,4 @@ class Proxy:
         return upstream.deadlines.paused() if upstream is not None else nullcontext()
 
 
-__all__ = ["STATUS_TOOL", "STATUS_URI", "Proxy", "View"]
+__all__ = ["Proxy"]
