@@ -20,6 +20,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -112,22 +113,25 @@ class ProcessRecord:
         return entries
 
 
-def start_time(pid: int) -> int | None:
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (``[0]`` the state, ``[1]`` the parent,
+    ``[19]`` the start time); the name may hold spaces or ``)``, so split after the last one."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> int | None:
+    fields = stat_fields(pid)
+    return None if fields is None else int(fields[19])
 
 
 def alive(pid: int, start: int | None = None) -> bool:
     """Running (a zombie is dead; a later process reusing the pid is not ours)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return False
     return start is None or int(fields[19]) == start
 
@@ -160,16 +164,18 @@ def children_of(pid: int) -> list[int]:
     """Direct children of a process, from /proc (psutil is not installed)."""
     found: list[int] = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
+        if entry.name.isdigit():
+            fields = stat_fields(int(entry.name))
+            if fields is not None and int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
     return found
+
+
+def free_port() -> int:
+    """A loopback port free now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def cmdline(pid: int) -> str:

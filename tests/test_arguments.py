@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_patchbay.arguments import MAX_PROBLEMS, ArgumentChecker, check_arguments
+from mcp_patchbay.arguments import MAX_PROBLEMS, ArgumentChecker
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
@@ -224,9 +224,9 @@ def test_long_values_are_clipped() -> None:
     assert problem.endswith("...'")
 
 
-def test_check_arguments_helper() -> None:
-    assert check_arguments(READ_FILE, {"path": "a"}) == []
-    assert check_arguments(READ_FILE, {}) == ["Missing required parameter 'path'"]
+def test_a_checker_used_once() -> None:
+    assert ArgumentChecker(READ_FILE).problems({"path": "a"}) == []
+    assert ArgumentChecker(READ_FILE).problems({}) == ["Missing required parameter 'path'"]
 
 
 json_values = st.recursive(

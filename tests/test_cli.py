@@ -108,6 +108,17 @@ def test_check_takes_the_config_as_a_positional_argument(tmp_path: Path, capsys:
     assert "1 of 1 servers ok, 1 tools" in capsys.readouterr().out
 
 
+def test_an_invalid_entry_is_warned_about_once_with_the_file_and_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: the CLI and the supervisor both warned of it, the CLI without the file."""
+    config = write(tmp_path, {"plain": upstream(), "typo": {"comand": "x"}})
+    assert cli.main(["check", str(config)]) == 1
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "'typo'" in line]
+    assert len(warnings) == 1, warnings
+    assert "mcpServers.typo" in warnings[0] and str(config) in warnings[0]
+
+
 # --- stderr: at most one line for a healthy start ------------------------------------------------
 
 

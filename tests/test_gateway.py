@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -251,15 +252,14 @@ async def test_draining_lets_calls_finish_and_refuses_new_sessions() -> None:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(call)
                     await started.wait()
-                    tg.start_soon(gateway.drain)
-                    with anyio.fail_after(5):
-                        while (await http.get("/readyz")).status_code != 404:
-                            await anyio.sleep(0.01)
+                    with logged("mcp_patchbay.gateway", "draining:") as draining:
+                        tg.start_soon(gateway.drain)
+                        with anyio.fail_after(5):
+                            await draining.wait()  # said once readiness is off
+                    assert (await http.get("/readyz")).status_code == 404
                     statuses["opening"] = (await http.post("/mcp", json=initialize, headers=headers)).status_code
                     release.set()
-                with anyio.fail_after(5):  # the drain is over: the sessions are closed, not left to be cut
-                    while gateway.manager.sessions:
-                        await anyio.sleep(0.01)
+                # The drain (a task of the group just left) is over: the sessions are closed, not left to be cut.
                 statuses["sessions"] = gateway.manager.sessions
     assert results == ["done"]
     assert statuses == {"opening": 503, "sessions": 0}
@@ -361,3 +361,22 @@ async def test_resources_of_a_server_a_caller_may_not_use_cannot_be_read(mode: s
             for uri in ("notes://private", "notes://unlisted"):  # listed by a hidden server, or by no one
                 with pytest.raises(MCPError):
                     await bob.read_resource(uri)
+
+
+@contextlib.contextmanager
+def logged(logger: str, text: str) -> Iterator[anyio.Event]:
+    """An event set when ``logger`` logs a line containing ``text``: a test waits on what the code says."""
+    said = anyio.Event()
+
+    class _Listener(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if text in record.getMessage():
+                said.set()
+
+    listener = _Listener()
+    log = logging.getLogger(logger)
+    log.addHandler(listener)
+    try:
+        yield said
+    finally:
+        log.removeHandler(listener)

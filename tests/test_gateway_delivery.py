@@ -14,7 +14,7 @@ import logging
 import socket
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -390,7 +390,11 @@ async def test_a_client_that_never_reads_its_call_s_progress_stalls_no_one_else(
         started.set()
         for n in range(3000):  # 24 MB of progress for a client that reads none of it
             await ctx.session.send_progress_notification(
-                ctx.meta["progress_token"] if ctx.meta else 0, n, 3000, "x" * 8000, related_request_id=ctx.request_id
+                cast(dict[str, Any], ctx.meta)["progress_token"] if ctx.meta else 0,
+                n,
+                3000,
+                "x" * 8000,
+                related_request_id=cast(str | None, ctx.request_id),
             )
         finished.set()
         return text("done talking")

@@ -4,7 +4,7 @@
 fail as each call asks (seeded): exceptions, MCP errors, their own isError, big
 results, sleeps past a 0.2 s timeout, crashes of the connection, calls their
 caller cancels. Two identical
-runs on one proxy session. The invariants are those of ``scripts/load.py``; a
+runs on one proxy session. The invariants are those of ``tests/fixtures/load.py``; a
 fault whose outcome depends on timing (a crash taking other calls with it, the
 breaker opening) is only ever asserted as "an isError result with a code in an
 allowed set".
@@ -12,34 +12,15 @@ allowed set".
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 
 import anyio
 import pytest
 
+from tests.fixtures import load
+
 pytestmark = pytest.mark.anyio
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "load.py"
-
-
-def _load_script() -> ModuleType:
-    name = "patchbay_load_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-load = _load_script()
 
 
 def test_the_plan_is_seeded_and_has_every_fault() -> None:

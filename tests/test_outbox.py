@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
+from mcp.server.connection import Connection
 
 from mcp_patchbay.outbox import WARNINGS_PER_MINUTE, Outboxes
 
@@ -37,6 +38,11 @@ class FakeConnection:
         self.sent.append((method, params))
 
 
+def as_connection(fake: FakeConnection) -> Connection:
+    """The fake where the outbox takes the SDK's ``Connection`` (it uses only what the fake has)."""
+    return cast(Connection, fake)
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -55,13 +61,13 @@ async def test_notices_are_sent_in_order_and_a_change_already_queued_is_not_queu
     slow = FakeConnection(reads=False)
     async with anyio.create_task_group() as tg:
         outboxes.tg = tg
-        outboxes.post(slow, UPDATED, {"uri": "a"})  # the sender takes this one and waits on the client
+        outboxes.post(as_connection(slow), UPDATED, {"uri": "a"})  # the sender takes this one and waits on the client
         for _ in range(1000):  # an upstream that updates the same resources over and over
-            outboxes.post(slow, UPDATED, {"uri": "a"})
-            outboxes.post(slow, UPDATED, {"uri": "b"})
-            outboxes.post(slow, TOOLS_CHANGED)
-        outboxes.post(slow, LOG, {"level": "info", "data": "one"})
-        outboxes.post(slow, LOG, {"level": "info", "data": "one"})  # log messages are all kept
+            outboxes.post(as_connection(slow), UPDATED, {"uri": "a"})
+            outboxes.post(as_connection(slow), UPDATED, {"uri": "b"})
+            outboxes.post(as_connection(slow), TOOLS_CHANGED)
+        outboxes.post(as_connection(slow), LOG, {"level": "info", "data": "one"})
+        outboxes.post(as_connection(slow), LOG, {"level": "info", "data": "one"})  # log messages are all kept
         slow.reading.set()
         with anyio.fail_after(5):
             while outboxes.senders:
@@ -90,12 +96,12 @@ async def test_a_session_that_does_not_read_is_ended_by_send_timeout_or_by_its_q
     timing_out, overflowing = FakeConnection("slow", reads=False), FakeConnection("full", reads=False)
     async with anyio.create_task_group() as tg:
         outboxes.tg = tg
-        outboxes.post(timing_out, UPDATED, {"uri": "a"})
+        outboxes.post(as_connection(timing_out), UPDATED, {"uri": "a"})
         for n in range(5):  # distinct log messages: nothing to coalesce
-            outboxes.post(overflowing, LOG, {"data": n})
+            outboxes.post(as_connection(overflowing), LOG, {"data": n})
         with anyio.fail_after(5):
             await both_ended.wait()
-        outboxes.post(overflowing, LOG, {"data": "late"})  # an ended session's later notices are dropped
+        outboxes.post(as_connection(overflowing), LOG, {"data": "late"})  # an ended session's later notices are dropped
         tg.cancel_scope.cancel()
     assert sorted(ended) == ["full", "slow"]
     assert outboxes.ended == 2
@@ -112,12 +118,12 @@ async def test_sessions_ended_for_not_reading_cannot_flood_the_log(caplog: pytes
         outboxes.tg = tg
         for n in range(WARNINGS_PER_MINUTE + 25):
             stuck = FakeConnection(f"s{n}", reads=False)
-            outboxes.post(stuck, LOG, {"data": 1})
-            outboxes.post(stuck, LOG, {"data": 2})  # over max_queued: ended
+            outboxes.post(as_connection(stuck), LOG, {"data": 1})
+            outboxes.post(as_connection(stuck), LOG, {"data": 2})  # over max_queued: ended
         clock.now += 61
         last = FakeConnection("next-minute", reads=False)
-        outboxes.post(last, LOG, {"data": 1})
-        outboxes.post(last, LOG, {"data": 2})
+        outboxes.post(as_connection(last), LOG, {"data": 1})
+        outboxes.post(as_connection(last), LOG, {"data": 2})
         tg.cancel_scope.cancel()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == WARNINGS_PER_MINUTE + 1

@@ -15,6 +15,7 @@ from mcp_patchbay.policies import (
     Bulkhead,
     CircuitBreaker,
     RawResult,
+    RestartBackoff,
     RetryPolicy,
     ToolCall,
     build_chain,
@@ -220,7 +221,7 @@ async def test_deadline_covers_the_whole_chain_and_progress_extends_it() -> None
     async def slow(call: ToolCall) -> RawResult:
         call.deadline.extend()  # what a progress notification does
         progressed.set()
-        await anyio.sleep(10)
+        await anyio.sleep_forever()
         return OK
 
     deadline = Deadline(0.05, 0.2)
@@ -255,7 +256,7 @@ async def test_timeouts_trip_the_breaker() -> None:
     """Regression: the deadline used to wrap the breaker, which saw a timeout as a cancellation."""
 
     async def hang(call: ToolCall) -> RawResult:
-        await anyio.sleep(10)
+        await anyio.sleep_forever()
         return OK
 
     breaker = CircuitBreaker(threshold=2, cooldown=30.0)
@@ -289,3 +290,16 @@ async def test_overlapping_elicitations_keep_a_deadline_paused_until_the_last_en
                 deadline.extend()  # progress meanwhile
                 assert scope.deadline == math.inf
             assert scope.deadline != math.inf
+
+
+def test_restart_backoff_doubles_to_its_maximum_with_jitter_and_starts_over_after_a_stable_connection() -> None:
+    draws = iter([1.0, 0.0, 1.0, 1.0, 1.0, 0.5])
+    backoff = RestartBackoff(1.0, 5.0, stable_after=60.0, rand=lambda: next(draws))
+    assert backoff.next_wait(lasted=0.1) == 1.0  # the whole delay
+    assert backoff.next_wait(lasted=0.1) == 1.0  # half of 2
+    assert backoff.next_wait(lasted=0.1) == 4.0
+    assert backoff.next_wait(lasted=0.1) == 5.0  # capped at the maximum
+    assert backoff.next_wait(lasted=61.0) == 1.0  # a connection that lasted: from the start again
+    backoff.delay = 5.0
+    backoff.reset()  # a sign-in
+    assert backoff.next_wait(lasted=0.1) == 0.75

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -197,7 +198,7 @@ def _silent_link() -> Any:
     from mcp_patchbay.transports import Link
 
     @asynccontextmanager
-    async def link() -> Any:
+    async def link() -> AsyncIterator[Any]:
         send, receive = anyio.create_memory_object_stream[Any](100)
         send2, receive2 = anyio.create_memory_object_stream[Any](100)
         async with send, receive, send2, receive2:
@@ -211,7 +212,7 @@ async def test_slow_call_times_out_with_is_error_and_upstream_is_cancelled() -> 
 
     async def slow(ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
         try:
-            await anyio.sleep(30)
+            await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             raise
@@ -236,13 +237,23 @@ async def test_crash_mid_call_fails_in_flight_calls_at_once_and_heals() -> None:
         entered.append(1)
         if len(entered) == 2:  # both calls are in flight at the upstream
             started.set()
-        await anyio.sleep(60)
+        await anyio.sleep_forever()
         return text("never")
 
     server = make_server("flaky", {"hang": FakeTool(hang), "ping": FakeTool(_upper)})
     config = config_from({"flaky": {"command": "x"}}, {"restart_initial_delay": 0.05})
     upstreams = MemoryUpstreams({"flaky": server})
-    async with connected(config, upstreams) as (_, client):
+    async with connected(config, upstreams) as (proxy, client):
+        # The restart's backoff ends when the test says: the call in between meets the restart.
+        upstream = proxy.supervisor.upstreams["flaky"]
+        backing_off = anyio.Event()
+        backoff_over = anyio.Event()
+
+        async def backoff_sleep(seconds: float) -> None:
+            backing_off.set()
+            await backoff_over.wait()
+
+        upstream.restart_backoff.sleep = backoff_sleep
         results: list[types.CallToolResult] = []
 
         async def call() -> None:
@@ -256,12 +267,13 @@ async def test_crash_mid_call_fails_in_flight_calls_at_once_and_heals() -> None:
                 upstreams.crash("flaky")
         assert [error_info(r)["code"] for r in results] == ["CONNECTION_LOST", "CONNECTION_LOST"]
         with anyio.fail_after(5):
-            while True:
-                result = await client.call_tool("flaky__ping", {"text": "back"})
-                if not result.is_error:
-                    break
-                assert error_info(result)["code"] == "SERVER_STARTING"
-                await anyio.sleep(0.05)
+            await backing_off.wait()
+            result = await client.call_tool("flaky__ping", {"text": "back"})
+            assert result.is_error and error_info(result)["code"] == "SERVER_STARTING"
+            backoff_over.set()
+            assert await upstream.wait_ready(5)
+            result = await client.call_tool("flaky__ping", {"text": "back"})
+        assert not result.is_error
         assert result_text(result) == "BACK"
     assert upstreams.connects["flaky"] >= 2
 

@@ -21,7 +21,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config
-from mcp_patchbay.rounds import AUDIENCE, EXPIRED_MESSAGE, Exchange, Rounds, state_security
+from mcp_patchbay.request_state import AUDIENCE, state_security
+from mcp_patchbay.rounds import EXPIRED_MESSAGE, Exchange, Rounds
 from mcp_patchbay.server import Proxy
 from tests.harness import (
     FakeTool,
@@ -449,12 +450,12 @@ async def test_a_call_whose_client_hung_up_before_its_input_required_was_written
     """Issue 20: a client that hung up kept its slot until the timeout. The gateway asks the
     request whether its client is still there (starlette's ``is_disconnected``) before it
     leaves a call suspended; here that request says it is gone."""
-    import mcp_patchbay.server as server_module
+    import mcp_patchbay.call_path as call_path_module
 
     async def gone(ctx: Any) -> bool:
         return True
 
-    monkeypatch.setattr(server_module, "_hung_up", gone)
+    monkeypatch.setattr(call_path_module, "_hung_up", gone)
     asker = Asker()
     async with running_proxy(_config(), asker.upstreams(), shared=True) as proxy:
         upstream = proxy.supervisor.upstreams["ask"]
@@ -468,7 +469,7 @@ async def test_a_call_whose_client_hung_up_before_its_input_required_was_written
 
 
 async def test_hung_up_reads_the_starlette_request() -> None:
-    from mcp_patchbay.server import _hung_up  # pyright: ignore[reportPrivateUsage]
+    from mcp_patchbay.call_path import _hung_up  # pyright: ignore[reportPrivateUsage]
 
     class Request:
         def __init__(self, gone: bool) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
-__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "check_arguments", "preload"]
+__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "preload"]
 
 MAX_PROBLEMS = 5
 _MAX_LISTED = 10  # enum values or allowed parameter names shown before "..."
@@ -184,11 +184,6 @@ def _has_remote_ref(node: Any) -> bool:
     if isinstance(node, list):
         return any(_has_remote_ref(value) for value in cast(list[Any], node))
     return False
-
-
-def check_arguments(input_schema: Mapping[str, Any], arguments: Mapping[str, Any] | None) -> list[str]:
-    """One-off check; build an ``ArgumentChecker`` instead when checking many calls."""
-    return ArgumentChecker(input_schema).problems(arguments)
 
 
 # --- describing one validation error ------------------------------------------------

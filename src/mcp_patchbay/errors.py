@@ -9,17 +9,20 @@
             ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
             └── SignedIn           the sign-in the call needed completed: send it again when ready
 
-Configuration mistakes in the file are ``config.ConfigError``; at call time a server
-that is disabled or misconfigured raises ``UpstreamError`` with code
-``SERVER_UNAVAILABLE`` and category ``configuration``.
+Configuration mistakes in the file are ``config.ConfigError``; at call time a server that is
+disabled or misconfigured raises ``UpstreamError`` with code ``SERVER_UNAVAILABLE``.
 
 Classes exist where code branches on them: the policies retry ``NotDelivered`` freely,
-the upstream rebuilds its session on ``SessionExpired``, the circuit breaker counts
-``UpstreamError`` but never ``ClientError``. Everything else is carried by ``code``.
+the upstream rebuilds its session on ``SessionExpired``, the tool path's edge logs a
+``ClientError`` (the model's mistake) at INFO. Everything else is carried by ``code``: the
+circuit breaker counts the codes the table marks ``trips_breaker``, the retry ``resend_when_safe``.
 
 Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
-ExceptionGroups from transports) are translated in one place, ``translate``. The
-downstream edge turns an error into a result exactly once, with ``to_result``.
+pydantic's ValidationError, ExceptionGroups from transports) are translated in one place,
+``translate``, used as a boundary by ``translated`` (a ``with`` block, as httpx's
+``map_httpcore_exceptions``); the leaf of an exception group that says what happened is
+picked by one rule, ``most_telling``. The tool path's edge (``call_path.error_result``)
+turns an error into a result exactly once, with ``to_result``.
 
 One module on purpose, though past 450 lines: the tree, the table of what each code
 means, and the translation into them are read together when a failure is added.
@@ -27,16 +30,20 @@ means, and the translation into them are read together when a failure is added.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import httpx2
 import mcp_types as types
+from mcp.client.auth.exceptions import OAuthFlowError
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 MAX_MODEL_TEXT = 480
 """Errors shown to the model stay under 500 characters (the guides agree: longer wastes tokens)."""
@@ -234,32 +241,56 @@ def to_result(error: PatchbayError) -> types.CallToolResult:
     )
 
 
+def result_values(error: PatchbayError) -> dict[str, Any]:
+    """``to_result`` as JSON values, without the 2026-07-28 ``resultType`` (the SDK's to add)."""
+    return to_result(error).model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"result_type"})
+
+
 def to_mcp_error(error: PatchbayError, code: int = types.INVALID_PARAMS) -> MCPError:
     """For requests that have no isError form (prompts, resources, strict unknown-tool mode)."""
     return MCPError(code=code, message=clip(error.message), data=error.to_dict())
 
 
 # --- translation of foreign exceptions ------------------------------------------------
-# No await beyond this point.
 
 _UNKNOWN_TOOL_HINTS = ("unknown tool", "tool not found", "not found: tool", "no such tool")
 
 
-def translate(
-    exc: BaseException, *, server: str, tool: str | None = None, timeout: float | None = None
-) -> PatchbayError:
-    """Map any exception raised while talking to ``server`` into the tree.
+@contextmanager
+def translated(*, server: str, tool: str | None = None, what: str | None = None) -> Generator[None, None, None]:
+    """The boundary: anything foreign raised inside leaves as one of ours, chained to the original."""
+    try:
+        yield
+    except PatchbayError:
+        raise
+    except Exception as exc:
+        raise translate(exc, server=server, tool=tool, what=what) from exc
 
-    Most specific match first. The caller does ``raise translate(e, ...) from e`` so
-    the log keeps the original traceback.
-    """
+
+def translate(
+    exc: BaseException,
+    *,
+    server: str,
+    tool: str | None = None,
+    timeout: float | None = None,
+    what: str | None = None,
+) -> PatchbayError:
+    """Map any exception raised while talking to ``server`` into the tree, most specific match
+    first; the caller raises it ``from`` the original (or uses ``translated``). ``what``: the
+    request that timed out, when it was not a tool call (``resources/read``, ...)."""
     if isinstance(exc, PatchbayError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        return translate(
-            _most_telling(cast("BaseExceptionGroup[BaseException]", exc)), server=server, tool=tool, timeout=timeout
-        )
+        return translate(most_telling(cast("BaseException", exc)), server=server, tool=tool, timeout=timeout, what=what)
     where = f"'{server}'"
+    if isinstance(exc, ValidationError) and tool is not None:  # a tool result our models refuse: the server's fault
+        return UpstreamError(
+            Code.PROTOCOL_ERROR,
+            "The server answered with a malformed tool result. Retry once; if it persists, tell the user.",
+            detail=f"not a valid CallToolResult: {exc}",
+            server=server,
+            tool=tool,
+        )
     if isinstance(exc, MCPError):
         status = http_status_of(exc)
         if status is not None:
@@ -278,9 +309,11 @@ def translate(
             server=server,
         )
     if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        advice = "in time. Retry later, or try a smaller request."
+        text = f"the {what} request in time. Retry later." if what else advice
         return UpstreamError(
             Code.TIMEOUT,
-            f"Server {where} did not answer in time. Retry later, or try a smaller request.",
+            f"Server {where} did not answer {text}",
             detail=repr(exc),
             server=server,
             tool=tool,
@@ -345,12 +378,31 @@ def leaves(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def _most_telling(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """Transports raise ExceptionGroups; the leaf that says the most is the first non-cancellation one."""
-    found = leaves(group)
-    for leaf in found:
-        if isinstance(leaf, httpx2.HTTPStatusError | MCPError | OSError | httpx2.HTTPError):
-            return leaf
+_TELLING: tuple[type[BaseException], ...] = (
+    PatchbayError,
+    OAuthFlowError,
+    httpx2.HTTPStatusError,
+    MCPError,
+    httpx2.HTTPError,
+    OSError,  # TimeoutError and ConnectionError among them
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+"""The kinds of leaf that say what happened, most telling first (``most_telling``)."""
+
+
+def most_telling(exc: BaseException) -> BaseException:
+    """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the leaves
+    not cancelled (asyncio's: the proxy runs on it), the first of the most telling kind, else the first."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    group = cast("BaseExceptionGroup[BaseException]", exc)
+    found = [leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)]
+    for kind in _TELLING:
+        for leaf in found:
+            if isinstance(leaf, kind):
+                return leaf
     return found[0] if found else group
 
 

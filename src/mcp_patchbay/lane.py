@@ -10,7 +10,7 @@ hand-offs) is pure cost, so the transport offers every message it reads to
 - before the client's ``notifications/initialized`` (and always on the stateless
   2026-07-28 protocol, which has no handshake) nothing is taken: the SDK serves it all;
 - after it, a well-formed ``tools/call`` runs here, in a task of its own, through the
-  same ``Proxy.run_tool`` as the SDK's path, and its answer is written as JSON;
+  same ``Proxy.run_tool`` (``call_path.ToolPath.run``) as the SDK's path, and its answer is written as JSON;
 - a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
   by the cancelled call); a cancelled call gets no answer, as the protocol asks;
 - anything else, malformed calls included, goes on to the SDK, which answers it.

@@ -1,11 +1,13 @@
 """The requests that pass through to the upstreams: resources, prompts, completion, logging, roots.
 
-Tools take their own path (``server.Proxy.run_tool``, with policies); these requests go to
+Tools take their own path (``call_path.ToolPath``, with policies); these requests go to
 the upstream that owns the name or URI, and an upstream's failure becomes a JSON-RPC error
 (they have no ``isError`` form). Lists are merged from the catalog, and every list served
-is recorded (``served``) so that the server sends ``list_changed`` only for what changed.
+is recorded (``served``: ``notifications.ListChanges.serving``) so that ``list_changed`` is
+sent only for what changed.
 
-- resources: the catalog's resources and templates, plus the proxy's own status resource;
+- resources: the catalog's resources and templates, plus the proxy's own status resource
+  (``status``);
   a read goes to the owner of the URI, or tries every server offering resources.
 - prompts and completion: resolved by name as tools are (forgiving, with suggestions).
 - ``logging/setLevel``: on stdio, passed to every upstream now and to each one that
@@ -21,7 +23,6 @@ is recorded (``served``) so that the server sends ``list_changed`` only for what
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Container
 from typing import Any
@@ -35,14 +36,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_patchbay.catalog import Catalog, owner_of_uri
 from mcp_patchbay.client_channel import LOG_LEVEL
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
-from mcp_patchbay.messages import unknown_name
+from mcp_patchbay.name_errors import unknown_name
 from mcp_patchbay.sdk import connection_of
+from mcp_patchbay.status import STATUS_URI, as_text, status_resource
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import State, Upstream
 
 logger = logging.getLogger("mcp_patchbay.passthrough")
 
-STATUS_URI = "patchbay://status"
 RESOURCE_NOT_FOUND = -32002
 
 
@@ -52,16 +53,18 @@ class Passthrough:
     def __init__(
         self,
         supervisor: Supervisor,
-        served: Callable[[str, object], None],
-        status: Callable[[], dict[str, Any]],
+        served: Callable[[ServerRequestContext[Any, Any], str, object], None],
+        status: Callable[[ServerRequestContext[Any, Any]], dict[str, Any]],
         catalog: Callable[[], Catalog],
         permitted: Callable[[], Container[str]] | None = None,
         *,
         shared: bool = False,
     ) -> None:
-        """``catalog``: what the current caller may see (``server.Proxy.view``); ``permitted``:
-        the servers it may use (the gateway's access rules), all of them when None;
-        ``shared``: the gateway (a logging level is each session's own)."""
+        """``served``: a list was served to a request's client (``notifications``); ``status``:
+        the status as a request's caller may see it; ``catalog``: what the current caller may
+        see (``views.Views.view``); ``permitted``: the servers it may use (the gateway's access
+        rules), all of them when None; ``shared``: the gateway (a logging level is each
+        session's own)."""
         self.supervisor = supervisor
         self.shared = shared
         self.catalog = catalog
@@ -78,23 +81,16 @@ class Passthrough:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         await self.supervisor.wait_startup()
-        status = types.Resource(
-            uri=STATUS_URI,
-            name="patchbay-status",
-            title="mcp-patchbay status",
-            description="Health of every upstream server: state, errors by code, restarts, breaker state.",
-            mime_type="application/json",
-        )
         catalog = self.catalog()
-        self._served("resources", (list(catalog.resources), list(catalog.templates)))
-        return types.ListResourcesResult(resources=[*catalog.resources, status])
+        self._served(ctx, "resources", (list(catalog.resources), list(catalog.templates)))
+        return types.ListResourcesResult(resources=[*catalog.resources, status_resource()])
 
     async def list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         await self.supervisor.wait_startup()
         catalog = self.catalog()
-        self._served("resources", (list(catalog.resources), list(catalog.templates)))
+        self._served(ctx, "resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
     def _owner(self, uri: str, *, subscribing: bool = False) -> list[Upstream]:
@@ -121,7 +117,7 @@ class Passthrough:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == STATUS_URI:
-            text = json.dumps(self._status(), indent=1)
+            text = as_text(self._status(ctx))
             return types.ReadResourceResult(
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
@@ -179,7 +175,7 @@ class Passthrough:
     ) -> types.ListPromptsResult:
         await self.supervisor.wait_startup()
         prompts = list(self.catalog().prompts)
-        self._served("prompts", prompts)
+        self._served(ctx, "prompts", prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def _resolve_prompt(self, called: str) -> tuple[Upstream, str]:
@@ -269,4 +265,4 @@ async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> 
         logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
 
 
-__all__ = ["RESOURCE_NOT_FOUND", "STATUS_URI", "Passthrough"]
+__all__ = ["RESOURCE_NOT_FOUND", "Passthrough"]

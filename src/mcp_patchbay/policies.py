@@ -17,8 +17,11 @@ order, outermost first:
 - Retry is innermost: only a request that never reached the upstream, or a call
   to a tool annotated read-only or idempotent, is sent again.
 
-The clock and the sleep are injected so tests never wait on real time; the breaker
-is a pure state machine.
+Beside the chain, ``RestartBackoff``: how long an upstream whose connection ended waits
+before it connects again.
+
+The clock, the sleep and the random are injected so tests never wait on real time; the
+breaker and the restart backoff's arithmetic are pure.
 """
 
 from __future__ import annotations
@@ -274,3 +277,42 @@ def build_chain(
     handler = with_bulkhead(handler, bulkhead)
     handler = with_deadline(handler)
     return with_breaker(handler, breaker)
+
+
+STABLE_AFTER = 60.0
+"""A connection that lasted this long (seconds) was healthy: the next restart waits the initial delay again."""
+
+
+@dataclass(slots=True)
+class RestartBackoff:
+    """When an upstream whose connection ended connects again: the wait doubles from
+    ``initial`` up to ``maximum`` after each failed connection, each wait a random half to
+    whole of it (so many upstreams that failed together do not retry together), and starts
+    again from ``initial`` after a connection that lasted ``stable_after`` or a sign-in.
+
+    ``next_wait`` is pure arithmetic on what it is given and ``rand``; the upstream measures
+    a connection's life with ``clock`` and waits with ``sleep``.
+    """
+
+    initial: float
+    maximum: float
+    stable_after: float = STABLE_AFTER
+    clock: Clock = time.monotonic
+    sleep: Sleep = anyio.sleep
+    rand: Callable[[], float] = random.random
+    delay: float = field(init=False)
+    """The next wait's ceiling."""
+
+    def __post_init__(self) -> None:
+        self.delay = self.initial
+
+    def reset(self) -> None:
+        self.delay = self.initial
+
+    def next_wait(self, lasted: float) -> float:
+        """The wait before the next connection, for one that lasted ``lasted`` seconds."""
+        if lasted > self.stable_after:
+            self.delay = self.initial
+        wait = self.delay * (0.5 + self.rand() / 2)
+        self.delay = min(self.delay * 2, self.maximum)
+        return wait

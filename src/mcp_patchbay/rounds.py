@@ -18,7 +18,7 @@ request that started it; an ``Exchange`` is that call and what its upstream aske
 
 Keyed: the ``requestState`` the handlers see is ``<id>.<round>``: 128 random bits naming
 the suspension, and the round, so that an answer to an earlier round is refused. The
-SDK's ``RequestStateBoundary`` seals it on the way out (AES-GCM under the
+SDK's ``RequestStateBoundary`` (its keys: ``request_state``) seals it on the way out (AES-GCM under the
 ``request_state_keys``, bound to the method, tool name, arguments and the caller's
 principal, with an expiry) and opens it on the way back in, before any handler runs;
 a state it did not mint never reaches ``resume``.
@@ -44,10 +44,9 @@ import asyncio
 import itertools
 import logging
 import math
-import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from contextvars import ContextVar
 from typing import Any, Final
@@ -55,22 +54,15 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.request_state import RequestStateSecurity
-from mcp.shared.exceptions import MCPError
+from mcp.server.context import ServerRequestContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.deadlines import Clock, ProgressFn
-from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError, to_result
+from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError
 from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.rounds")
 
-STATE_KEY_ENV = "PATCHBAY_STATE_KEY"
-"""The environment variable holding the stdio proxy's request-state key."""
-AUDIENCE = "mcp-patchbay"
-"""The audience sealed into every ``requestState``: state minted by another service that
-shares the key is refused."""
 EXPIRED_MESSAGE = (
     "The earlier call of this tool is no longer waiting for its answer (it expired, was answered "
     "already, or was made on another replica of the proxy). Call the tool again."
@@ -79,9 +71,12 @@ EXPIRED_MESSAGE = (
 _STOP_GRACE = 5.0
 """How long, as the proxy stops, the calls still running get to end once cancelled."""
 Call = Callable[[ProgressFn | None], Awaitable[dict[str, Any]]]
-"""One tool call as JSON values (``Proxy.run_tool``), given where its progress goes."""
+"""One tool call as JSON values (``call_path.ToolPath.run``), given where its progress goes."""
 CURRENT: ContextVar[Exchange | None] = ContextVar("patchbay_exchange", default=None)
-"""The exchange of the call running in this task (set in its background task)."""
+"""The exchange of the call running in this task (set in its background task), read by
+``client_channel.SessionChannel.calling`` to tie what the upstream asks to this call. A
+ContextVar on purpose: only a call ``Rounds.start`` runs has one, known only in the task it
+starts; passing it would put it in every tool call's signature (``call_path.ToolPath.run``)."""
 
 _CAPABILITY: Final = {
     "sampling/createMessage": "sampling",
@@ -403,52 +398,11 @@ def too_many_waiting(held: int) -> PatchbayError:
     )
 
 
-def state_security(keys: Sequence[str], *, environ: Mapping[str, str] | None = None) -> RequestStateSecurity:
-    """How ``requestState`` is sealed: ``keys`` (the gateway's config), else ``$PATCHBAY_STATE_KEY``
-    when ``environ`` is given (stdio), else a key made now, good for this process only."""
-    where = "gateway.request_state_keys"
-    if not keys and environ is not None and environ.get(STATE_KEY_ENV):
-        keys, where = [environ[STATE_KEY_ENV]], STATE_KEY_ENV
-    if keys:
-        try:
-            return RequestStateSecurity(keys=list(keys), audience=AUDIENCE)
-        except (ValueError, TypeError) as exc:
-            logger.error("%s cannot seal requestState (%s); using a key made at start instead", where, exc)
-    else:
-        logger.info(
-            "requestState (2026-07-28 clients answering an upstream mid-call) is sealed with a key made at start; "
-            "set %s to share one",
-            where if environ is None else STATE_KEY_ENV,
-        )
-    return RequestStateSecurity(keys=[os.urandom(32)], audience=AUDIENCE)
-
-
-async def refused_state_as_result(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware, outside the boundary: a ``tools/call`` whose ``requestState`` the
-    boundary refused (forged, expired, another key) is answered as an ``isError`` result the
-    model can act on, as every other failed call is; the boundary logs the reason."""
-    if ctx.method != "tools/call":
-        return await call_next(ctx)
-    try:
-        return await call_next(ctx)
-    except MCPError as exc:
-        if exc.code != types.INVALID_PARAMS or exc.data != {"reason": "invalid_request_state"}:
-            raise
-    result = to_result(expired()).model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"result_type"})
-    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
-        result["resultType"] = "complete"
-    return result
-
-
 __all__ = [
-    "AUDIENCE",
     "CURRENT",
     "EXPIRED_MESSAGE",
-    "STATE_KEY_ENV",
     "Exchange",
     "Rounds",
     "answers_input",
     "expired",
-    "refused_state_as_result",
-    "state_security",
 ]

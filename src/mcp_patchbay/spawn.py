@@ -236,10 +236,6 @@ def tracked() -> frozenset[int]:
         return frozenset(_WATCHDOG.tracked)
 
 
-def watchdog_pid() -> int | None:
-    return _WATCHDOG.process.pid if _WATCHDOG.process is not None else None
-
-
 def terminate_all() -> None:
     """SIGTERM to every tracked group, now: the first step of the proxy's own shutdown."""
     if sys.platform == "win32":

@@ -16,17 +16,31 @@ A member restricted by the gateway's access rules (``Viewer``) sees:
 - nothing of servers or tools it may not use, and none of the names others got wrong.
 
 Everyone else (stdio, an open gateway, a member who may use everything) sees it all.
+
+This module is the one owner of the status: the registry, what a reader may see of it
+(``visible``), and its three forms: the resource (``STATUS_URI``, read in ``passthrough``),
+the optional tool (``STATUS_TOOL``, answered on the tool path) and the text ``check`` prints
+(``cli``, from the same registry).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import mcp_types as types
+
 from mcp_patchbay.catalog import Permits
 from mcp_patchbay.errors import PatchbayError
+
+STATUS_URI = "patchbay://status"
+"""The status as a resource, always listed (readable even while servers start)."""
+STATUS_TOOL = "patchbay__status"
+"""The status as a tool, listed with ``"status_tool": true``."""
 
 RECENT = 20
 
@@ -159,3 +173,42 @@ def _shown(error: _Error, viewer: Viewer | None) -> dict[str, Any] | None:
     if server is not None and tool is not None and not viewer.access.permits(server, tool):
         shown["tool"] = None
     return shown
+
+
+def visible(
+    registry: StatusRegistry,
+    health: Mapping[str, dict[str, Any]],
+    access: Permits | None,
+    caller: str | None,
+) -> dict[str, Any]:
+    """The status a reader sees: ``health`` holds the servers it may use (each ``Upstream.status()``);
+    ``access`` None is a reader who may use everything, who sees it all."""
+    return registry.snapshot(dict(health), None if access is None else Viewer(access, caller))
+
+
+def as_text(snapshot: dict[str, Any]) -> str:
+    return json.dumps(snapshot, indent=1)
+
+
+def status_resource() -> types.Resource:
+    return types.Resource(
+        uri=STATUS_URI,
+        name="patchbay-status",
+        title="mcp-patchbay status",
+        description="Health of every upstream server: state, errors by code, restarts, breaker state.",
+        mime_type="application/json",
+    )
+
+
+def status_tool() -> types.Tool:
+    return types.Tool(
+        name=STATUS_TOOL,
+        description="Health of the proxy's upstream servers: state, errors by code, restarts. Takes no arguments.",
+        input_schema={"type": "object", "properties": {}},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+
+
+def tool_result(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The status tool's result, as JSON values."""
+    return {"content": [{"type": "text", "text": as_text(snapshot)}], "structuredContent": snapshot}

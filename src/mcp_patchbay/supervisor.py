@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 
 from mcp_patchbay import arguments
+from mcp_patchbay.availability import State, sign_in_tool
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.client_limits import name_budget
@@ -27,13 +28,12 @@ from mcp_patchbay.config import Config, ServerEntry
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
-from mcp_patchbay.upstream import State, Upstream, sign_in_tool
+from mcp_patchbay.upstream import Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 
 ChangeListener = Callable[[set[str]], None]
 """Called with the kinds of list that changed: "tools", "prompts", "resources"."""
-ReadyListener = Callable[[Upstream], None]
 
 
 @dataclass
@@ -80,8 +80,7 @@ class Supervisor:
     def _start(self, entry: ServerEntry) -> None:
         assert self._tg is not None
         if entry.problem is not None:
-            level = logging.WARNING
-            logger.log(level, "server '%s' is not started: %s", entry.name, entry.problem)
+            logger.warning("server '%s' is not started: %s (in %s)", entry.name, entry.problem, self.config.path)
         upstream = Upstream(
             entry,
             self.config.settings,
@@ -226,7 +225,3 @@ class Supervisor:
             upstream.stop()
         if scope is not None:
             scope.cancel()
-
-    async def aclose(self) -> None:
-        for name in list(self.upstreams):
-            self._stop(name)

@@ -1,8 +1,8 @@
 """One upstream server: its transport, its session, its restarts, its state.
 
 An ``Upstream`` runs as one task for its whole life (``run``): connect, read its
-lists, serve until the connection is lost, wait with exponential backoff and
-jitter, connect again. Each connection lives inside a single cancel scope whose
+lists, serve until the connection is lost, wait (``policies.RestartBackoff``),
+connect again. Each connection lives inside a single cancel scope whose
 deadline bounds spawn + initialize (``connect_timeout``) and is lifted once the
 session is ready, so startup is bounded without breaking the scope nesting of the
 SDK's transports. Whatever escapes a transport (ExceptionGroups from HTTP
@@ -15,15 +15,14 @@ One module on purpose, though past 450 lines: the connection's life and the call
 share one invariant (``_ready`` is set exactly while there is a session, and a failure
 seen by a call ends only the connection it was sent on), which must be read in one place.
 What is separable lives apart: the links (``transports``), reading lists (``listing``),
-the way back to the client (``client_channel``).
+the way back to the client (``client_channel``), the state and what it says while the
+server cannot serve (``availability``).
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import math
-import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -35,13 +34,13 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
 
-from mcp_patchbay import __version__
+from mcp_patchbay import __version__, availability
+from mcp_patchbay.availability import GIVE_UP, SIGN_IN_TOOL, State
 from mcp_patchbay.client_channel import ClientChannel, session_callbacks
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
 from mcp_patchbay.deadlines import DeadlineSet, extending
 from mcp_patchbay.errors import (
     Code,
-    NotDelivered,
     PatchbayError,
     SignedIn,
     UpstreamError,
@@ -54,6 +53,7 @@ from mcp_patchbay.policies import (
     CircuitBreaker,
     Handler,
     RawResult,
+    RestartBackoff,
     RetryPolicy,
     ToolCall,
     build_chain,
@@ -71,37 +71,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_patchbay.upstream")
 
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
-_GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
-"""Startup failures not retried in the background: only the user can fix them (a config reload retries)."""
-STABLE_AFTER = 60.0
-"""A connection that lived this long resets the restart backoff."""
-SIGN_IN_TOOL = "sign_in"
-"""The tool listed for a server that waits for a sign-in, in place of the tools it cannot list yet."""
-
-
-def sign_in_tool(server: str) -> types.Tool:
-    """What the model sees of a server that needs a sign-in: one tool that starts it."""
-    return types.Tool(
-        name=SIGN_IN_TOOL,
-        description=(
-            f"Server '{server}' needs the user to sign in before its tools can be used. Call this (no arguments) "
-            "when the user wants to use it: it opens the sign-in page in the user's browser; once the user has "
-            "signed in, the server's own tools are listed."
-        ),
-        input_schema={"type": "object", "properties": {}},
-    )
-
-
-class State(enum.StrEnum):
-    STARTING = "starting"
-    READY = "ready"
-    RESTARTING = "restarting"
-    FAILED = "failed"
-    SIGN_IN = "needs_sign_in"
-    """A remote server that asked for a sign-in the user has not given (``oauth.gate``)."""
-    DISABLED = "disabled"
-    INVALID = "invalid"
-    STOPPED = "stopped"
 
 
 @dataclass
@@ -145,6 +114,8 @@ class Upstream:
     """This upstream's calls in flight, paused while a person answers its elicitation."""
     gate: SignInGate | None = None
     """Its OAuth sign-in, for a remote server that may ask for one (``RemoteSpec.signs_in``)."""
+    restart_backoff: RestartBackoff = field(init=False)
+    """How long to wait before connecting again (its clock and sleep are the tests' to replace)."""
 
     def __post_init__(self) -> None:
         self.name = self.entry.name
@@ -154,6 +125,7 @@ class Upstream:
         limit = (spec.max_concurrency if spec is not None else None) or settings.max_concurrency
         self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown)
         self.bulkhead = Bulkhead(limit, queue=limit * 4, wait=settings.queue_timeout)
+        self.restart_backoff = RestartBackoff(settings.restart_initial_delay, settings.restart_max_delay)
         self.chain: Handler = build_chain(
             self.send_call,
             breaker=self.breaker,
@@ -192,17 +164,7 @@ class Upstream:
 
     def reason(self) -> str:
         """Why this upstream cannot serve now, in plain words (empty when ready)."""
-        if self.state is State.READY:
-            return ""
-        if self.state is State.DISABLED:
-            return "disabled in the config"
-        if self.state is State.INVALID:
-            return f"config error: {self.entry.problem}"
-        if self.state is State.SIGN_IN and self.gate is not None:  # the status resource is the model's to read
-            return f"needs sign-in: run {self.gate.login_hint}"
-        if self.error is not None:
-            return self.error.message
-        return "still starting"
+        return availability.reason(self)
 
     async def unavailable(self, tool: str | None = None) -> PatchbayError:
         """Why a call cannot be served now; for a server that needs a sign-in, starting one."""
@@ -211,47 +173,8 @@ class Upstream:
         return self.unavailable_error()
 
     def unavailable_error(self) -> PatchbayError:
-        where = f"'{self.name}'"
-        if self.state is State.SIGN_IN and self.gate is not None:
-            return self.gate.required()
-        if self.state is State.DISABLED:
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                f"Server {where} is disabled in the proxy's config, so its tools cannot be used. Use another tool "
-                "or tell the user.",
-                server=self.name,
-            )
-        if self.state is State.INVALID:
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                f"Server {where} is unavailable: its entry in the proxy's config has a mistake. Tell the user to "
-                "run 'mcp-patchbay check'.",
-                detail=self.entry.problem,
-                server=self.name,
-            )
-        if self.state is State.FAILED or (self.first_ready_after is None and self.error is not None):
-            # Never served: say why it fails rather than "restarting"; it is retried in the background.
-            why = self.error.message if self.error is not None else f"Server {where} failed to start."
-            # FAILED also marks a first failure waiting for its retry; see _GIVE_UP for what is given up on.
-            gave_up = self.state is State.FAILED and (self.error is None or self.error.code in _GIVE_UP)
-            retrying = not gave_up
-            return UpstreamError(
-                Code.SERVER_UNAVAILABLE,
-                why + (" The proxy keeps retrying; try again later or use another tool." if retrying else ""),
-                detail=self.error.detail if self.error is not None else None,
-                retryable=retrying,
-                server=self.name,
-            )
-        if self.state is State.STOPPED:
-            return UpstreamError(Code.SERVER_UNAVAILABLE, f"Server {where} was removed or stopped.", server=self.name)
-        verb = "is restarting" if self.state is State.RESTARTING else "is still starting"
-        return NotDelivered(
-            Code.SERVER_STARTING,
-            f"Server {where} {verb}. Retry in a few seconds.",
-            detail=self.error.detail if self.error is not None else None,
-            retry_after_ms=2000,
-            server=self.name,
-        )
+        """The error a call meets while this upstream cannot serve (``availability``)."""
+        return availability.unavailable_error(self)
 
     async def wait_ready(self, timeout: float) -> bool:
         with anyio.move_on_after(max(0.0, timeout)):
@@ -350,11 +273,7 @@ class Upstream:
             with anyio.fail_after(timeout or self.settings.timeout):
                 return await session.send_request(request, result_type)
         except TimeoutError as exc:
-            raise UpstreamError(
-                Code.TIMEOUT,
-                f"Server '{self.name}' did not answer the {what} request in time. Retry later.",
-                server=self.name,
-            ) from exc
+            raise translate(exc, server=self.name, what=what) from exc
         except Exception as exc:
             error = self._failure(exc, None, lost)
             if error.code is Code.AUTH_REQUIRED and self.gate is not None:
@@ -400,10 +319,10 @@ class Upstream:
             tg.cancel_scope.cancel()
 
     async def _run(self) -> None:
-        delay = self.settings.restart_initial_delay
+        backoff = self.restart_backoff
         try:
             while True:
-                began = time.monotonic()
+                began = backoff.clock()
                 try:
                     await self._connect_and_serve()
                 except Exception as exc:
@@ -418,20 +337,17 @@ class Upstream:
                     self.first_attempt_done.set()
                 if self.gate is not None and self.error is not None and self.error.code is Code.AUTH_REQUIRED:
                     await self._wait_for_sign_in(self.gate)
-                    delay = self.settings.restart_initial_delay
+                    backoff.reset()
                     continue
-                if self.error is not None and self.error.code in _GIVE_UP:
+                if self.error is not None and self.error.code in GIVE_UP:
                     self.state = State.FAILED
                     self.on_change(self)
                     return  # a missing command or a refused token does not mend by waiting; a config reload retries
-                if time.monotonic() - began > STABLE_AFTER:
-                    delay = self.settings.restart_initial_delay
+                wait = backoff.next_wait(lasted=backoff.clock() - began)
                 self.state = State.RESTARTING if self.listing.tools or self.restarts else State.FAILED
                 self.on_change(self)
-                wait = delay * (0.5 + random.random() / 2)
                 self.log.warning("reconnecting to '%s' in %.1fs (attempt %d)", self.name, wait, self.restarts + 1)
-                await anyio.sleep(wait)
-                delay = min(delay * 2, self.settings.restart_max_delay)
+                await backoff.sleep(wait)
                 self.restarts += 1
                 if self.state is State.FAILED:
                     self.state = State.RESTARTING
@@ -680,4 +596,4 @@ async def _set_when(source: anyio.Event, target: anyio.Event) -> None:
     target.set()
 
 
-__all__ = ["State", "Upstream"]
+__all__ = ["State", "Upstream"]  # State is availability's, named here too for the upstream's readers

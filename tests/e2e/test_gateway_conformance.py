@@ -1,7 +1,7 @@
 """End to end: the official MCP conformance suite's server scenarios, straight against the HTTP gateway.
 
 One gateway for the module, ``mcp-patchbay serve --http 127.0.0.1:PORT CONFIG`` on a free port,
-its config naming one upstream by URL: ``scripts/bench_gateway_upstream.py --fixtures``, the
+its config naming one upstream by URL: ``tests/servers/gateway_upstream.py --fixtures``, the
 SDK's low-level ``Server`` under uvicorn with the suite's fixture tools, resources and prompts.
 For each scenario the suite (``@modelcontextprotocol/conformance@0.1.16`` on node 22, both
 pinned in tests/e2e/package.json and installed by scripts/install) connects to ``/mcp`` as a
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from tests.e2e_util import (
     ROOT,
     bad_checks,
     conformance_suite_problem,
+    free_port,
     run_suite,
     suite_checks,
 )
@@ -44,7 +44,7 @@ from tests.e2e_util import (
 pytestmark = [pytest.mark.e2e]
 
 SUITE = CONFORMANCE_SUITE
-UPSTREAM = ROOT / "scripts" / "bench_gateway_upstream.py"
+UPSTREAM = ROOT / "tests" / "servers" / "gateway_upstream.py"
 START_TIMEOUT = 60.0
 """Our bound on the upstream's start and on the gateway's, until ``/readyz`` answers 200."""
 RUN_TIMEOUT = 90.0
@@ -102,12 +102,6 @@ def node22() -> Path:
     if problem is not None:
         pytest.skip(problem)
     return NODE22
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

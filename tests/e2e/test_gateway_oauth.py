@@ -17,9 +17,12 @@ and real OAuth clients, nothing mocked.
   Tokens the gateway must refuse (another audience, another issuer, another key, expired...)
   are minted by a plain authorization-code flow with PKCE against the same server.
 
-Every wait is bounded: the servers announce themselves (a line on stdout or stderr, polled
-with a deadline), ``/readyz`` is polled with a deadline, and every process is stopped on the
-way out. The one sleep waits for a token's lifetime to run out, the thing under test.
+Every wait is bounded and waits on what the code says: the servers announce themselves (a
+line on stdout or stderr, read as it comes, with a deadline), the gateway logs when it is ready,
+and every process is stopped on the way out (its exit seen on a pidfd). The one sleep waits for
+a token's lifetime to run out, the thing under test: the authorization server signs with a key
+of its own, so the test cannot mint an expired token it would accept (``test_gateway_auth``
+checks ``exp`` against an injected clock).
 """
 
 from __future__ import annotations
@@ -27,17 +30,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import secrets
+import select
 import signal
-import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
@@ -52,7 +57,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
 from tests.e2e.oauth_world.world import AUTHORIZATION_SERVER, NODE, Announced, browser, browser_urls, missing
 from tests.e2e.test_oauth_real import MemoryStorage, assert_no_secret, loopback_callback, patchbay, serving
-from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, result_text, start_time
+from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, free_port, result_text, start_time
 from tests.jwt_util import private_key
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -201,32 +206,85 @@ def claims_of(token: str) -> dict[str, Any]:
 # --- the gateway ------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Gateway:
     url: str
     base: str
     process: subprocess.Popen[bytes]
     stderr: Path
+    said: Callable[[str, float], bool]
+    """``said(text, within)``: whether the gateway wrote a stderr line containing ``text`` within
+    ``within`` seconds (False as soon as it has exited without)."""
 
     def log(self) -> str:
         return self.stderr.read_text(errors="replace")
 
 
-def _wait_until(check: Callable[[], bool], what: str, gateway: Gateway) -> None:
-    """Poll ``check()`` until true; fail after START_WITHIN seconds or when the gateway exits."""
-    deadline = time.monotonic() + START_WITHIN
-    while not check():
-        if gateway.process.poll() is not None:
-            pytest.fail(f"{what}: the gateway exited with {gateway.process.returncode}\n{gateway.log()[-4000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {START_WITHIN:.0f}s\n{gateway.log()[-4000:]}")
-        time.sleep(0.05)
+class _StderrTee:
+    """A process's stderr copied line by line to a file, with a wait for a line: the gateway
+    says when it serves and when it is ready, and the test waits on that, not on a clock."""
+
+    def __init__(self, pipe: IO[bytes], path: Path) -> None:
+        self._pipe, self._path = pipe, path
+        self._lines: list[str] = []
+        self._ended = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        with self._pipe, self._path.open("wb") as out:
+            for line in self._pipe:
+                out.write(line)
+                out.flush()
+                with self._changed:
+                    self._lines.append(line.decode(errors="replace"))
+                    self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def said(self, text: str, within: float) -> bool:
+        def seen() -> bool:
+            return any(text in line for line in self._lines)
+
+        with self._changed:
+            self._changed.wait_for(lambda: seen() or self._ended, within)
+            return seen()
+
+    def join(self) -> None:
+        self._thread.join(timeout=STOP_WITHIN)
+
+
+def _wait_until_said(gateway: Gateway, text: str, what: str) -> None:
+    """Wait for the gateway to say ``text``; fail after START_WITHIN seconds or when it exits."""
+    if not gateway.said(text, START_WITHIN):
+        code = gateway.process.poll()
+        why = f"exited with {code}" if code is not None else "did not say it"
+        pytest.fail(f"{what}: the gateway {why} within {START_WITHIN:.0f}s\n{gateway.log()[-4000:]}")
+
+
+def _wait_exited(processes: list[tuple[int, int | None]], within: float) -> list[int]:
+    """Wait, on pidfds (readable once a process has exited), for every (pid, start time) to be
+    gone; returns the pids still running after ``within`` seconds."""
+    pidfds: dict[int, int] = {}
+    try:
+        for pid, started in processes:
+            try:
+                pidfds[pid] = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            if not alive(pid, started):  # gone, a zombie, or the pid names another process now
+                os.close(pidfds.pop(pid))
+        deadline = time.monotonic() + within
+        while pidfds and (left := deadline - time.monotonic()) > 0:
+            for fd in select.select(list(pidfds.values()), [], [], left)[0]:
+                pid = next(pid for pid, open_fd in pidfds.items() if open_fd == fd)
+                os.close(pidfds.pop(pid))
+        return list(pidfds)
+    finally:
+        for fd in pidfds.values():
+            os.close(fd)
 
 
 def _ready(base: str) -> bool:
@@ -255,12 +313,16 @@ def running_gateway(tmp: Path, issuer: str, *, access: list[dict[str, Any]] | No
     command = [str(PATCHBAY)] if PATCHBAY.exists() else [sys.executable, "-m", "mcp_patchbay"]
     command += ["serve", "--http", f"127.0.0.1:{port}", str(config), "--log-level", "INFO"]
     stderr = tmp / "gateway.stderr"
-    with stderr.open("wb") as err:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT)
-    gateway = Gateway(url, base, process, stderr)
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert process.stderr is not None
+    tee = _StderrTee(process.stderr, stderr)
+    gateway = Gateway(url, base, process, stderr, tee.said)
     try:
-        _wait_until(lambda: f"mcp-patchbay: serving MCP at {url}" in gateway.log(), "the announcement", gateway)
-        _wait_until(lambda: _ready(base), "/readyz", gateway)
+        _wait_until_said(gateway, f"mcp-patchbay: serving MCP at {url}", "the announcement")
+        _wait_until_said(gateway, "mcp_patchbay.gateway: ready: ", "readiness")  # logged once /readyz says 200
+        assert _ready(base)
         upstreams = [(pid, start_time(pid)) for pid in descendants_of(process.pid)]
         assert len(upstreams) >= 2, upstreams  # mcp-server-time and the fault_server
         yield gateway
@@ -273,11 +335,10 @@ def running_gateway(tmp: Path, issuer: str, *, access: list[dict[str, Any]] | No
                 process.kill()
                 process.wait(timeout=STOP_WITHIN)
                 pytest.fail(f"the gateway did not stop within {STOP_WITHIN:.0f}s of SIGTERM")
+    tee.join()
     assert process.returncode == 0, gateway.log()[-4000:]
-    deadline = time.monotonic() + STOP_WITHIN
-    while left := [pid for pid, started in upstreams if alive(pid, started)]:
-        assert time.monotonic() < deadline, f"upstream processes {left} outlived the gateway"
-        time.sleep(0.05)
+    left = _wait_exited(upstreams, STOP_WITHIN)
+    assert not left, f"upstream processes {left} outlived the gateway"
 
 
 @pytest.fixture(scope="module")

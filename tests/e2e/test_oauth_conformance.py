@@ -2,8 +2,8 @@
 
 For each scenario the suite (``@modelcontextprotocol/conformance@0.1.16`` on node 22, both
 pinned in tests/e2e/package.json and installed by scripts/install) starts its resource and
-authorization servers and runs ``scripts/conformance_client.py``, which signs in with
-``mcp-patchbay login`` (``BROWSER`` is ``scripts/headless_browser.py``), serves the proxy
+authorization servers and runs ``tests/fixtures/conformance_client.py``, which signs in with
+``mcp-patchbay login`` (``BROWSER`` is ``tests/fixtures/headless_browser.py``), serves the proxy
 over stdio and lists and calls the upstream's tools through it. The suite's verdict (its
 exit status: no failed or warning check, no client timeout, the client exited 0) is the
 test's. ``scripts/conformance`` runs the same scenarios with the SDK's own provider
@@ -35,7 +35,7 @@ from tests.e2e_util import (
 pytestmark = [pytest.mark.e2e]
 
 SUITE = CONFORMANCE_SUITE
-CLIENT = ROOT / "scripts" / "conformance_client.py"
+CLIENT = ROOT / "tests" / "fixtures" / "conformance_client.py"
 SUITE_TIMEOUT_MS = 30_000
 """The suite's own bound on the client (its default); the client bounds itself at 25 s."""
 RUN_TIMEOUT = 60.0

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -506,7 +506,8 @@ async def revoke_refresh_token(http: httpx2.AsyncClient, world: World, saved: di
         data |= {"client_id": client["client_id"], "client_secret": client["client_secret"]}
     else:
         data["client_id"] = client["client_id"]
-    return await http.post(f"{world.issuer}/token/revocation", data=data, auth=auth)
+    # auth=None: no authentication (httpx2 takes None; its post() signature does not say so)
+    return await http.post(f"{world.issuer}/token/revocation", data=data, auth=cast(Any, auth))
 
 
 def _find_dict(value: Any, key: str) -> dict[str, Any]:

@@ -65,6 +65,8 @@ class Answers:
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.tools_changed = anyio.Event()
+        """Set by the proxy's next tools/list_changed (replaced before each listing)."""
 
     async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         content = params.messages[0].content
@@ -76,8 +78,16 @@ class Answers:
         self.asked.append(params.message)
         return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True})
 
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed.set()
+
     def callbacks(self) -> dict[str, Any]:
-        return {"sampling_callback": self.sampling, "elicitation_callback": self.elicitation}
+        return {
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "message_handler": self.on_message,
+        }
 
 
 async def exercise(client: Client, answers: Answers) -> None:
@@ -86,11 +96,13 @@ async def exercise(client: Client, answers: Answers) -> None:
     # server-everything adds its asking tools right after the handshake (for a client that
     # offers sampling and elicitation) and says so with list_changed: the proxy re-lists.
     names: set[str] = set()
-    for _ in range(100):
-        names = {tool.name for tool in (await client.list_tools()).tools}
-        if {SAMPLE, ELICIT} <= names:
-            break
-        await anyio.sleep(0.1)
+    with anyio.move_on_after(10):
+        while True:
+            answers.tools_changed = anyio.Event()  # before listing: a change during it is not missed
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            if {SAMPLE, ELICIT} <= names:
+                break
+            await answers.tools_changed.wait()
     assert {SAMPLE, ELICIT} <= names, names
 
     sampled = await client.call_tool(SAMPLE, {"prompt": "name a colour", "maxTokens": 10})

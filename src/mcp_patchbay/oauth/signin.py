@@ -20,7 +20,6 @@ import urllib.parse
 import webbrowser
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import cast
 
 import anyio
 import httpx2
@@ -30,7 +29,7 @@ from mcp.client.session import ClientSession
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import Code, PatchbayError, UpstreamError, leaves, translate
+from mcp_patchbay.errors import Code, UpstreamError, most_telling, translate
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
@@ -124,7 +123,7 @@ async def sign_in(
             raise
         error = failure(exc, name, spec.url, signed_in=provider is not None and provider.exchanged)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("signing in to '%s' failed", name, exc_info=_leaf(exc) or exc)
+            logger.debug("signing in to '%s' failed", name, exc_info=most_telling(exc))
         raise error from exc
     return provider.exchanged
 
@@ -176,7 +175,7 @@ def _registered_by_us(client_id: str, spec: RemoteSpec) -> bool:
 
 def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool = False) -> UpstreamError:
     """A failed sign-in as a short error for the model, the full story in ``detail``."""
-    leaf = _leaf(exc) or exc
+    leaf = most_telling(exc)
     where = f"'{name}'"
     detail = _clean(f"{type(leaf).__name__}: {leaf}")
     if isinstance(leaf, UpstreamError):
@@ -243,7 +242,7 @@ def _clean(detail: str) -> str:
 
 def auth_server_trouble(exc: BaseException, name: str, server_url: str) -> UpstreamError | None:
     """A connection failure that was the authorization server's, not the MCP server's."""
-    leaf = _leaf(exc) or exc
+    leaf = most_telling(exc)
     if not isinstance(leaf, httpx2.TransportError) or _same_origin(leaf, server_url):
         return None
     return UpstreamError(
@@ -262,20 +261,6 @@ def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:
         return True
     server = httpx2.URL(server_url)
     return (url.scheme, url.host, url.port) == (server.scheme, server.host, server.port)
-
-
-def _leaf(exc: BaseException) -> BaseException | None:
-    """The exception that says what happened, out of the transports' exception groups."""
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc
-    found = [
-        leaf for leaf in leaves(cast("BaseException", exc)) if not isinstance(leaf, anyio.get_cancelled_exc_class())
-    ]
-    for kind in (PatchbayError, OAuthFlowError, TimeoutError, httpx2.TransportError):
-        for leaf in found:
-            if isinstance(leaf, kind):
-                return leaf
-    return found[0] if found else None
 
 
 __all__ = ["SIGN_IN_TIMEOUT", "auth_server_trouble", "failure", "open_in_browser", "sign_in"]

@@ -161,7 +161,7 @@ class Server(uvicorn.Server):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--issuer", required=True)
     parser.add_argument("--events", type=Path)
     args = parser.parse_args()

@@ -5,7 +5,7 @@
   that approve at once, or deny with ``deny=True``),
 - ``mcp_server.py``: an MCP server on the SDK that accepts only that server's tokens for
   its own URL (tools ``whoami`` and ``echo``),
-- a headless browser for ``BROWSER``: ``scripts/headless_browser.py`` (fetches the URL and
+- a headless browser for ``BROWSER``: ``tests/fixtures/headless_browser.py`` (fetches the URL and
   follows redirects with cookies, as a person's browser would once they approved), behind a
   small executable that first records each URL it is given, so a test can count openings.
 
@@ -16,6 +16,7 @@ per request they care about to an events file (never a token): ``World.events``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -30,13 +31,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 AUTHORIZATION_SERVER = HERE / "authorization_server.mjs"
 MCP_SERVER = HERE / "mcp_server.py"
-HEADLESS_BROWSER = ROOT / "scripts" / "headless_browser.py"
+HEADLESS_BROWSER = ROOT / "tests" / "fixtures" / "headless_browser.py"
 OIDC_PROVIDER = ROOT / "tests" / "e2e" / "node_modules" / "oidc-provider"
 NODE = shutil.which("node")
 START_WITHIN = 20.0
@@ -50,7 +51,7 @@ def missing() -> str | None:
     if not (OIDC_PROVIDER / "package.json").exists():
         return "oidc-provider missing from tests/e2e/node_modules: run scripts/install"
     if not HEADLESS_BROWSER.exists():
-        return "scripts/headless_browser.py missing"
+        return "tests/fixtures/headless_browser.py missing"
     return None
 
 
@@ -92,7 +93,7 @@ class Announced:
         stdout: IO[bytes] | None = self.process.stdout
         if stdout is not None:
             with stdout:
-                while stdout.read1(4096):
+                while cast(io.BufferedReader, stdout).read1(4096):  # Popen's stdout, unbuffered=False
                     pass
 
     def _tail(self) -> str:

@@ -1,0 +1,375 @@
+"""The tool path: one ``tools/call``, whatever way it came, and the one error edge.
+
+Both lanes end here: the handshake-era lane (``lane.CallLane``, JSON values) calls
+``ToolPath.run``; the SDK's typed path (2026-07-28 connections, calls before the
+handshake ended) calls ``ToolPath.call_tool``, which runs a 2026-07-28 call that can
+answer input through ``rounds``. ``run`` looks the name up in the caller's view, resolves
+a mistaken one (``naming``, ``name_errors``), checks the arguments, and sends the call down
+its upstream's policy chain (``upstream.chain``), bounding the result (``results``).
+
+The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
+translated where they are met, ``errors.translated``); ``error_result`` is the one place
+where such an error becomes what the client sees: logged once, recorded in the status,
+told to the metrics, and answered as an ``isError`` result (or, for an unknown tool with
+``unknown_tool: "error"``, raised as the JSON-RPC error the lane and the SDK write).
+
+Who is calling is passed down explicitly: ``run``'s ``request`` is the SDK's request
+context (None on the lane); the channel back to the client, the status and the error
+record read it from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+
+from mcp_patchbay.catalog import CatalogTool
+from mcp_patchbay.client_channel import SessionChannel
+from mcp_patchbay.config import Settings
+from mcp_patchbay.deadlines import Deadline, ProgressFn
+from mcp_patchbay.errors import (
+    ClientError,
+    Code,
+    PatchbayError,
+    SignedIn,
+    UpstreamError,
+    result_values,
+    to_mcp_error,
+    translated,
+)
+from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
+from mcp_patchbay.lane import split_meta
+from mcp_patchbay.name_errors import hidden_tool, unknown_name
+from mcp_patchbay.notifications import IdentityOf
+from mcp_patchbay.outbox import Outboxes
+from mcp_patchbay.policies import ToolCall
+from mcp_patchbay.results import bounded
+from mcp_patchbay.rounds import Rounds, answers_input
+from mcp_patchbay.status import STATUS_TOOL, tool_result
+from mcp_patchbay.supervisor import Supervisor
+from mcp_patchbay.upstream import Upstream
+from mcp_patchbay.views import View, Views
+
+logger = logging.getLogger("mcp_patchbay.server")
+
+Request = ServerRequestContext[Any, Any]
+CallObserver = Callable[[str | None, str | None, str, float], None]
+"""(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
+``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
+RunTool = Callable[..., Awaitable[dict[str, Any]]]
+"""``ToolPath.run``, as ``Proxy.run_tool`` holds it."""
+StatusOf = Callable[["Request | None"], dict[str, Any]]
+"""The status as the caller of a request may see it (``Proxy.status_snapshot``)."""
+
+
+class ToolPath:
+    """Tool calls from both lanes, down to the upstream's chain, and the error edge."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        supervisor: Supervisor,
+        views: Views,
+        *,
+        channel: SessionChannel,
+        rounds: Rounds,
+        status_of: StatusOf,
+        identity_of: IdentityOf | None,
+        outboxes: Outboxes | None,
+    ) -> None:
+        self.settings = settings
+        self.supervisor = supervisor
+        self.views = views
+        self.exposure = views.exposure
+        self.channel = channel
+        self.rounds = rounds
+        self._status_of = status_of
+        self._identity_of = identity_of
+        self._outboxes = outboxes
+        self.on_call: CallObserver | None = None
+        """Told of every tool call's outcome (the gateway's metrics)."""
+
+    async def call_tool(
+        self, ctx: Request, params: types.CallToolRequestParams, run: RunTool
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The SDK's typed path: calls the lane does not take (2026-07-28 connections, calls
+        before the handshake ended). The lane (``lane.CallLane``) serves all others. ``run`` is
+        ``Proxy.run_tool`` (``run`` itself, unless a test put another in its place).
+        A 2026-07-28 client that can answer input has its call run by ``rounds``: what the
+        upstream asks mid-call comes back as ``input_required``, and its retry resumes it."""
+        wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
+        _, meta = split_meta(wire_meta)
+        started = time.monotonic()
+        progress = _context_progress(ctx)
+        if progress is not None and self._outboxes is not None:  # never awaited on the gateway
+            progress = self._outboxes.progress(progress)
+
+        def call(on_progress: ProgressFn | None) -> Awaitable[dict[str, Any]]:
+            return run(params.name, params.arguments, on_progress, meta, request=ctx)
+
+        try:
+            if params.request_state is not None:
+                raw = await self.rounds.resume(params.request_state, params.input_responses, progress)
+            elif answers_input(ctx):
+                member = self._identity_of(ctx) if self._identity_of is not None else None
+                raw = await self.rounds.start(call, ctx.session.client_capabilities, progress, member)
+            else:
+                raw = await call(progress)
+            if isinstance(raw, types.InputRequiredResult):
+                if self.channel.shared and raw.request_state is not None and await _hung_up(ctx):
+                    self.rounds.abandon(raw.request_state)
+                return raw
+            target = self.views.view().catalog.by_exposed.get(params.name)
+            with translated(server=target.server if target else "", tool=params.name):  # a result the SDK refuses
+                return types.CallToolResult.model_validate(raw, by_name=False)
+        except PatchbayError as error:  # a retry of a call that is no longer waiting; a malformed result
+            target = self.views.view().catalog.by_exposed.get(params.name)
+            server = target.server if target else None
+            failed = self.error_result(error, params.name, target, server, started=started, request=ctx)
+            return types.CallToolResult.model_validate(failed, by_name=False)
+
+    async def run(
+        self,
+        called: str,
+        arguments: dict[str, Any] | None,
+        on_progress: ProgressFn | None = None,
+        meta: dict[str, Any] | None = None,
+        *,
+        request: Request | None = None,
+        named_as_data: bool = False,
+    ) -> dict[str, Any]:
+        """One tool call, whatever the way it came: the result as JSON values, an ``isError``
+        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
+        ``meta`` is the client's ``_meta`` less its progress token, passed on upstream.
+        ``request``: the SDK's context of the client's request (None on the lane).
+        ``named_as_data``: the name came as ``call_tool``'s argument, so a name that cannot be
+        resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call)."""
+        started = time.monotonic()
+        view = self.views.view()
+        target = view.catalog.by_exposed.get(called)
+        server: str | None = None
+        try:
+            if target is None and not self.supervisor.started:
+                await self.supervisor.wait_startup()
+                view = self.views.view()
+                target = view.catalog.by_exposed.get(called)
+            if target is None:
+                if called == STATUS_TOOL and self.settings.status_tool:
+                    return tool_result(self._status_of(request))
+                own = self.exposure.names
+                if called == own.find_tools:
+                    return await self._find_tools(arguments, view)
+                if called == own.call_tool:
+                    name, target_arguments = call_request(arguments, own)
+                    if name in (own.find_tools, own.call_tool):
+                        raise ClientError(
+                            Code.INVALID_ARGUMENTS,
+                            f"{own.call_tool} calls the servers' tools; call {name} directly instead.",
+                        )
+                    return await self.run(
+                        name, target_arguments, on_progress, meta, request=request, named_as_data=True
+                    )
+                target = await self._resolve(called, view)
+            server = target.server
+            upstream = self.supervisor.upstreams.get(server)
+            if upstream is None:
+                raise UpstreamError(
+                    Code.SERVER_UNAVAILABLE, f"Server '{server}' was removed from the config.", server=server
+                )
+            if target.checker is not None:
+                problems = target.checker.problems(arguments)
+                if problems:
+                    raise ClientError(
+                        Code.INVALID_ARGUMENTS,
+                        f"Invalid arguments for '{target.exposed}': " + "; ".join(problems) + ". Fix them and call "
+                        "again.",
+                        server=server,
+                        tool=target.upstream_name,
+                    )
+            self.supervisor.status.record_call(server, target.upstream_name)
+            with self.channel.calling(server, request) as flight:
+                call = self._tool_call(upstream, target, arguments, on_progress, meta)
+                if flight is not None:
+                    call.excused = lambda: flight.refused
+                result = await upstream.chain(call)
+            result = bounded(
+                result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
+            )
+            if self.on_call is not None:
+                outcome = "tool_error" if result.get("isError") else "ok"
+                self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "call %s -> %s/%s ok%s in %.1f ms",
+                    called,
+                    server,
+                    target.upstream_name,
+                    " (tool reported isError)" if result.get("isError") else "",
+                    (time.monotonic() - started) * 1000,
+                )
+            return result
+        except PatchbayError as error:
+            return self.error_result(
+                error, called, target, server, started=started, request=request, named_as_data=named_as_data
+            )
+        except Exception as exc:  # a bug of ours: the session still goes on
+            logger.exception("unexpected error in tools/call %.200r", called)
+            error = UpstreamError(
+                Code.INTERNAL_ERROR,
+                "An unexpected error occurred in the proxy while running this tool. Retry once; if it persists, "
+                "tell the user.",
+                detail=repr(exc),
+                server=server,
+            )
+            return self.error_result(
+                error, called, target, server, started=started, request=request, named_as_data=named_as_data
+            )
+
+    async def warm_index(self) -> None:
+        """In search mode, build the index once startup is done, so the first search need not."""
+        await self.supervisor.wait_startup()
+        view = self.views.view(None)
+        if view.exposure.search_mode(view.catalog):
+            await view.exposure.index(view.catalog, view.servers)
+
+    async def _find_tools(self, arguments: dict[str, Any] | None, view: View) -> dict[str, Any]:
+        """Search mode's ``find_tools`` (after startup, as ``tools/list``)."""
+        request = find_request(arguments)
+        index = await view.exposure.index(view.catalog, view.servers)
+        upstreams = [u for name, u in self.supervisor.upstreams.items() if name in view.servers]
+        notes = unavailable_notes(request.query, upstreams)
+        return find_result(index, request, notes, self.exposure.names)
+
+    async def _resolve(self, called: str, view: View, *, again: bool = True) -> CatalogTool:
+        catalog = view.catalog
+        resolver = catalog.tool_resolver
+        assert resolver is not None
+        resolution = resolver.resolve(called)
+        if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
+            target = catalog.by_exposed[resolution.entry.exposed]
+            logger.info("resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
+            return target
+        if resolution.kind == "hidden":
+            raise hidden_tool(resolution)
+        if resolution.kind == "server_unavailable" and resolution.server is not None:
+            upstream = self.supervisor.upstreams.get(resolution.server)
+            if upstream is not None:
+                error = await upstream.unavailable()
+                # Signed in just now (oauth.gate): once it is ready its tools are in the catalog.
+                if again and isinstance(error, SignedIn) and await upstream.wait_ready(self.settings.connect_timeout):
+                    return await self._resolve(called, self.views.view(view.access), again=False)
+                raise error
+        searching = view.exposure.search_mode(catalog)
+        raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
+
+    def _tool_call(
+        self,
+        upstream: Upstream,
+        target: CatalogTool,
+        arguments: dict[str, Any] | None,
+        on_progress: ProgressFn | None,
+        meta: dict[str, Any] | None,
+    ) -> ToolCall:
+        return ToolCall(
+            server=upstream.name,
+            tool=target.upstream_name,
+            arguments=arguments,
+            deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
+            retry_safe=target.retry_safe,
+            meta=meta,
+            on_progress=on_progress,
+        )
+
+    # --- the edge -------------------------------------------------------------------------
+
+    def error_result(
+        self,
+        error: PatchbayError,
+        called: str,
+        target: CatalogTool | None,
+        server: str | None,
+        *,
+        started: float,
+        request: Request | None,
+        named_as_data: bool = False,
+    ) -> dict[str, Any]:
+        """The one place a failed call becomes what the client sees: logged, recorded (with
+        who called), and answered as an isError result. A name given as ``call_tool``'s argument
+        is always answered with a result; a tool the client knows to declare an ``outputSchema``
+        gets its error as text only (clients check structured content against that schema, even
+        in an error, and would drop the proxy's answer)."""
+        server = server or error.server or None
+        tool = target.upstream_name if target is not None else error.tool
+        caller = self._identity_of(request) if self._identity_of is not None and request is not None else None
+        self.supervisor.status.record_error(error, called=called, server=server, tool=tool, caller=caller)
+        if self.on_call is not None:
+            self.on_call(server, tool, error.code.value, time.monotonic() - started)
+        # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
+        # proxy's and the upstreams' failures, which clients show to the user as errors.
+        # A sign-in the user has to give is not a failure either: the gate logs the sign-in itself.
+        if isinstance(error, ClientError) or error.code is Code.AUTH_REQUIRED:
+            level = logging.INFO
+        else:
+            level = logging.WARNING if error.code is Code.SERVER_STARTING else logging.ERROR
+        logger.log(
+            level,
+            "tools/call %.200r%s failed in %.0f ms: %s %s%s",
+            called,
+            f" -> {server}/{tool}" if server and tool else "",
+            (time.monotonic() - started) * 1000,
+            error.code.value,
+            error.message,
+            f" | detail: {error.detail}" if error.detail else "",
+            exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
+        )
+        if (
+            not named_as_data
+            and self.settings.unknown_tool == "error"
+            and error.code in (Code.TOOL_NOT_FOUND, Code.TOOL_AMBIGUOUS)
+        ):
+            raise to_mcp_error(error)
+        result = result_values(error)
+        if not named_as_data and self._declares_output(called, target):
+            del result["structuredContent"]
+        return result
+
+    def _declares_output(self, called: str, target: CatalogTool | None) -> bool:
+        """Whether the tool the client called has an ``outputSchema`` the client knows of."""
+        if target is not None:
+            return target.definition.output_schema is not None
+        return called == self.exposure.names.find_tools
+
+
+async def _hung_up(ctx: Request) -> bool:
+    """Whether the HTTP client of this request has gone (its answer would be written to no one)."""
+    is_disconnected = getattr(ctx.request, "is_disconnected", None)
+    if is_disconnected is None:
+        return False
+    try:
+        return bool(await is_disconnected())
+    except Exception:
+        return False
+
+
+def _context_progress(ctx: Request) -> ProgressFn | None:
+    """Progress for the client of a call on the SDK's path, if it asked for it."""
+    token = ctx.meta.get("progress_token") if ctx.meta else None
+    if token is None:
+        return None
+    session = ctx.session
+    request_id = ctx.request_id
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            token, progress, total, message, related_request_id=str(request_id) if request_id is not None else None
+        )
+
+    return forward
+
+
+__all__ = ["CallObserver", "ToolPath"]

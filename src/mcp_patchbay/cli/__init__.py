@@ -1,0 +1,125 @@
+"""Command line: ``mcp-patchbay [serve|check] [CONFIG]`` (or ``--config CONFIG``, or ``$PATCHBAY_CONFIG``),
+``mcp-patchbay login|logout SERVER [CONFIG]``.
+
+``serve`` (the default) speaks MCP on stdin/stdout; logs go to stderr (and
+``--log-file``), never stdout. ``check`` connects to every upstream once and prints
+one line per server; it is what a user runs first. ``login`` signs in to a remote
+server that asks for OAuth (in the browser); ``logout`` forgets that sign-in.
+
+The config may be given as a positional argument because some clients take
+``--config`` (and ``--log-level``) for themselves even after ``--`` (MCP Inspector);
+``$PATCHBAY_LOG_LEVEL`` is the level's other way in. Clients show or record every stderr
+line of a server (Claude Code logs each as an error), so stderr gets WARNING and above
+by default: a healthy start writes nothing there. ``--log-file`` gets INFO by default.
+
+Shutdown (SIGTERM, SIGINT, the client closing stdin) signals every upstream group at
+once (``transports.stdio.shutdown``); see ``spawn`` for what happens when the proxy is killed.
+
+The package, by job: this module runs a command (``main``); ``options`` reads the command
+line; ``logs`` sets up the log handlers and formats; ``serving`` serves on stdio (signals,
+reloads); ``check`` is the ``check`` report. ``login``/``logout`` are ``oauth.commands``,
+``serve --http`` is ``gateway.app``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+from mcp_patchbay.cli.logs import setup_logging
+from mcp_patchbay.cli.options import EXIT_CONFIG, NAMED_COMMANDS, Options, UsageError, parse_options
+from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle
+
+# Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
+# upstreams: each millisecond before that is one more of the proxy's startup.
+
+__all__ = ["EXIT_CONFIG", "Options", "UsageError", "main", "parse_options"]
+
+
+def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:
+    """Run the command line (``sys.argv`` when ``argv`` is None).
+
+    ``quick_exit`` (default: when run as a program, ``argv`` None): once serving is over,
+    flush the logs and end the process at once (``os._exit``), without the interpreter's
+    teardown of the SDK's and pydantic's heap (a quarter to half a second on a busy
+    machine, while the client may be counting down to SIGKILL).
+    """
+    try:
+        options = parse_options(argv)
+    except UsageError as exc:
+        print(f"mcp-patchbay: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    path = options.config
+    if not path:
+        print(
+            "mcp-patchbay: no config file: pass it as an argument (mcp-patchbay /path/to/patchbay.json), "
+            "or --config PATH, or set PATCHBAY_CONFIG",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    # Serving: start the plain stdio upstreams before even the config check imports pydantic
+    # (spawn.early); the checked config then keeps exactly those it would launch itself.
+    setup_logging(options.level, options.log_file, options.log_format)
+    guessed = early(path) if options.command == "serve" else {}
+    try:
+        from mcp_patchbay.config import ConfigError, load_config
+
+        try:
+            config = load_config(Path(path))
+        except ConfigError as exc:
+            print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        kept = settle(guessed, config.servers)
+    finally:
+        discard({name: item.process for name, item in guessed.items()})  # left only if the check failed
+    # An entry with a mistake is said once, by the supervisor that leaves it unstarted (at the
+    # start and at each reload), and by ``login`` when it is the server asked for.
+    import anyio
+
+    if options.command == "check":
+        registered_as = options.registered_as or config.settings.registered_as
+        from mcp_patchbay.cli.check import run_check
+
+        return anyio.run(run_check, config, options.json, registered_as)
+    if options.command in NAMED_COMMANDS:
+        assert options.server is not None
+        from mcp_patchbay.oauth.commands import login, logout
+
+        return anyio.run(login if options.command == "login" else logout, config, options.server)
+    if options.http is not None:
+        from mcp_patchbay.gateway.bind import refusal
+
+        refused = refusal(config, *options.http)
+        if refused is not None:
+            print(f"mcp-patchbay: {refused}", file=sys.stderr)
+            return EXIT_CONFIG
+    else:
+        from mcp_patchbay.cli.serving import warn_unfit_name
+
+        warn_unfit_name(config)
+    # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
+    # their boot then runs beside ours. The handshake still waits for the client.
+    prespawned = Prespawned(prespawn(config.servers, kept))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            if options.http is not None:
+                from mcp_patchbay.cli.serving import loop_options
+                from mcp_patchbay.gateway.app import serve_http
+
+                anyio.run(serve_http, config, prespawned, *options.http, backend_options=loop_options())
+            else:
+                from mcp_patchbay.cli.serving import serve_stdio
+
+                anyio.run(serve_stdio, config, prespawned)
+    finally:
+        prespawned.stop_all()  # normally all stopped already; never leave one behind
+    if argv is None if quick_exit is None else quick_exit:
+        logging.shutdown()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(0)
+    return 0

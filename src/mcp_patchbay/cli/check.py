@@ -1,0 +1,154 @@
+"""``check``: connect to every upstream once and report, one line per server (or ``--json``),
+with what the client would list (``exposure``) and the tool names too long for a known client
+(``client_limits``). Exit status 1 when a server is not ready."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from mcp_patchbay.cli.options import ASSUMED_REGISTERED_AS
+
+if TYPE_CHECKING:
+    from mcp_patchbay.config import Config
+    from mcp_patchbay.upstream import State
+
+
+def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, Any]]:
+    """The exposed names some known client cannot take whole (``client_limits.over_limits``), as rows."""
+    from mcp_patchbay.client_limits import over_limits
+
+    return [
+        {
+            "tool": o.exposed,
+            "client": o.client,
+            "sent_as": o.sent,
+            "length": o.length,
+            "limit": o.limit,
+            "consequence": o.consequence,
+        }
+        for o in over_limits(tool_names, registered_as)
+    ]
+
+
+async def run_check(config: Config, as_json: bool, registered_as: str | None = None) -> int:
+    import anyio
+
+    from mcp_patchbay.supervisor import Supervisor
+    from mcp_patchbay.upstream import State
+
+    supervisor = Supervisor(config)
+    started = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    states: dict[str, State] = {}
+    """Each server's state when the report was taken (the rows spell it as the status does)."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(supervisor.run)
+        with anyio.move_on_after(config.settings.connect_timeout + 5):
+            for upstream in list(supervisor.upstreams.values()):
+                await upstream.first_attempt_done.wait()
+        for name, upstream in supervisor.upstreams.items():
+            status = upstream.status()
+            status["name"] = name
+            if upstream.state is State.STARTING:
+                status["reason"] = "did not answer before the check gave up"
+            if upstream.state is State.SIGN_IN and upstream.gate is not None:
+                status["reason"] = f"run: {upstream.gate.login_command}"
+            states[name] = upstream.state
+            rows.append(status)
+        tg.cancel_scope.cancel()
+    failed = [name for name, state in states.items() if state not in (State.READY, State.DISABLED)]
+    assumed = registered_as is None
+    registered_as = registered_as or ASSUMED_REGISTERED_AS
+    exposure, listed = _exposure(config, supervisor)
+    too_long = name_warnings(listed, registered_as)
+    if as_json:
+        names = {"registered_as": registered_as, "assumed": assumed, "too_long": too_long}
+        document = {"servers": rows, "tools": len(supervisor.catalog.tools), "names": names, "exposure": exposure}
+        print(json.dumps(document, indent=2))
+    else:
+        width = max([len(r["name"]) for r in rows] + [6])
+        print(f"{'SERVER':<{width}}  {'TRANSPORT':<9}  {'STATE':<13}  {'TOOLS':>5}  {'READY IN':>8}  PROBLEM")
+        for r in rows:
+            ready = f"{r['ready_after_ms']} ms" if r["ready_after_ms"] is not None else "-"
+            state = _state_label(states[r["name"]])
+            print(
+                f"{r['name']:<{width}}  {r['transport']:<9}  {state:<13}  {r['tools']:>5}  {ready:>8}  "
+                f"{r['reason'] or ''}"
+            )
+        total = len(supervisor.catalog.tools)
+        print(
+            f"\n{len(rows) - len(failed)} of {len(rows)} servers ok, {total} tools, "
+            f"checked in {time.monotonic() - started:.1f}s ({config.path})"
+        )
+        _print_exposure(exposure)
+        _print_name_warnings(too_long, registered_as, assumed, config)
+    return 1 if failed else 0
+
+
+def _state_label(state: State) -> str:
+    """A state as the report's STATE column says it: a server still trying after the check's
+    wait has failed it."""
+    from mcp_patchbay.upstream import State
+
+    if state in (State.RESTARTING, State.STARTING):
+        return "failed"
+    if state is State.SIGN_IN:
+        return "needs sign-in"
+    return state.value
+
+
+def _exposure(config: Config, supervisor: Any) -> tuple[dict[str, Any], list[str]]:
+    """Which listing this config gets (``patchbay.expose``) and what each would cost; the
+    names the client would list in the mode used."""
+    from mcp_patchbay.exposure import Exposure, described_servers, listing_cost, search_mode
+
+    catalog = supervisor.catalog
+    servers = described_servers(supervisor.upstreams)
+    settings = config.settings
+    listings = {
+        mode: Exposure(settings.model_copy(update={"expose": mode})).listing(catalog, servers)
+        for mode in ("all", "search")
+    }
+    used = "search" if search_mode(settings, len(catalog.tools)) else "all"
+    exposure: dict[str, Any] = {"mode": used, "expose": settings.expose, "threshold": settings.search_threshold}
+    for mode, tools in listings.items():
+        chars, tokens = listing_cost(tools)
+        exposure[mode] = {"tools": len(tools), "chars": chars, "tokens": tokens}
+    return exposure, [tool.name for tool in listings[used]]
+
+
+def _print_exposure(exposure: dict[str, Any]) -> None:
+    why = {
+        "all": "every tool is listed",
+        "search": "the client lists find_tools and call_tool",
+    }[exposure["mode"]]
+    if exposure["expose"] == "auto":
+        why += f' (expose "auto", search_threshold {exposure["threshold"]})'
+    print(f"\nexposed as: {exposure['mode']} mode: {why}")
+    for mode in ("all", "search"):
+        cost = exposure[mode]
+        print(
+            f"  {mode + ' mode:':<13}{cost['tools']:>4} tools listed, {cost['chars']:>9,} characters, "
+            f"~{cost['tokens']:,} tokens"
+        )
+
+
+def _print_name_warnings(too_long: list[dict[str, Any]], registered_as: str, assumed: bool, config: Config) -> None:
+    if not too_long:
+        return
+    how = "assumed; pass --as NAME" if assumed else "as given"
+    print(f"\nwarning: {len(too_long)} tool name(s) too long for a client, registered as {registered_as!r} ({how}):")
+    for w in too_long:
+        print(
+            f"  {w['tool']}: {w['length']} characters in {w['client']} ({w['sent_as']}), "
+            f"over its limit of {w['limit']}; {w['consequence']}"
+        )
+    if config.settings.registered_as != registered_as:
+        print(
+            f'  fix: set "registered_as": "{registered_as}" in the config\'s "patchbay" object (names are then '
+            "shortened to fit), or register the proxy under a shorter name"
+        )
+    else:
+        print("  fix: register the proxy under a shorter name (the names cannot be shortened enough)")

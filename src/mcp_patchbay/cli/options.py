@@ -1,0 +1,154 @@
+"""The command line read: ``Options`` from ``argv`` and the environment, or a ``UsageError``
+whose message is for the user. No I/O, and nothing heavier than argparse imported: it runs
+before ``spawn.early`` starts the upstreams."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_patchbay import __version__
+
+EXIT_CONFIG = 2
+COMMANDS = ("serve", "check", "login", "logout")
+NAMED_COMMANDS = ("login", "logout")
+"""Commands that take a server's name before the config."""
+DEFAULT_STDERR_LEVEL = "WARNING"
+"""What a client's log gets: problems only (a healthy start writes nothing to stderr)."""
+DEFAULT_FILE_LEVEL = "INFO"
+"""What ``--log-file`` gets unless ``--log-level`` asks for more."""
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+ASSUMED_REGISTERED_AS = "patchbay"
+"""The name ``check`` measures exposed names against when neither ``--as`` nor ``registered_as`` says."""
+
+
+class UsageError(Exception):
+    """A bad combination of arguments; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class Options:
+    command: str
+    config: str | None
+    level: str | None
+    """The level asked for (``--log-level``, else ``$PATCHBAY_LOG_LEVEL``), None for the defaults."""
+    log_file: str | None
+    log_format: str
+    """``text`` (a line a record, for people) or ``json`` (one JSON object a line, for log collectors)."""
+    json: bool
+    registered_as: str | None
+    server: str | None = None
+    """``login`` / ``logout``: the server's name in the config."""
+    http: tuple[str, int] | None = None
+    """``serve --http [HOST:]PORT``: serve MCP over HTTP on this address instead of stdio."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-patchbay",
+        usage=(
+            "mcp-patchbay [serve|check] [CONFIG] [options]\n       mcp-patchbay login|logout SERVER [CONFIG] [options]"
+        ),
+        description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over "
+        "stdio (or, with serve --http, over streamable HTTP to many clients).",
+        epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG.",
+    )
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="[serve|check|login|logout] [SERVER] [CONFIG]",
+        help="the command (default: serve), the server (login, logout) and the config file",
+    )
+    parser.add_argument("--config", "-c", help="config file (default: $PATCHBAY_CONFIG)")
+    parser.add_argument(
+        "--log-level",
+        help=f"stderr's level (default: $PATCHBAY_LOG_LEVEL, else {DEFAULT_STDERR_LEVEL}); "
+        f"--log-file gets this level or {DEFAULT_FILE_LEVEL}, whichever says more",
+    )
+    parser.add_argument("--log-file", help=f"also write logs to this file (at {DEFAULT_FILE_LEVEL} by default)")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="text (default, or $PATCHBAY_LOG_FORMAT) or json: one JSON object a line, on stderr and in --log-file",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve: MCP over streamable HTTP at /mcp on this address (host default 127.0.0.1), "
+        "the gateway for many clients, instead of stdio",
+    )
+    parser.add_argument("--json", action="store_true", help="check: print the status as JSON")
+    parser.add_argument(
+        "--as",
+        dest="registered_as",
+        metavar="NAME",
+        help="check: the name the client registered the proxy under (default: the config's "
+        f"registered_as, else {ASSUMED_REGISTERED_AS!r}); warns of tool names too long for known clients",
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-patchbay {__version__}")
+    return parser
+
+
+def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.environ) -> Options:
+    """The command line as ``Options``; ``UsageError`` for a combination that makes no sense."""
+    parser = _parser()
+    args = parser.parse_intermixed_args(argv)
+    words: list[str] = list(args.words)
+    command = "serve"
+    if words and words[0] in COMMANDS:
+        command = words.pop(0)
+    server: str | None = None
+    if command in NAMED_COMMANDS:
+        if not words:
+            raise UsageError(f"{command} needs the server's name: mcp-patchbay {command} SERVER [CONFIG]")
+        server = words.pop(0)
+    if len(words) > 1:
+        raise UsageError(f"one config file at most, got {len(words)}: {' '.join(words)}")
+    if words and words[0] in COMMANDS:
+        raise UsageError(f"one command at most: {command!r} and {words[0]!r} (a config file named so: ./{words[0]})")
+    path: str | None = words[0] if words else None
+    if path is not None and args.config is not None and not _same_file(path, args.config):
+        raise UsageError(f"two different config files: {path} (positional) and {args.config} (--config)")
+    path = path or args.config or environ.get("PATCHBAY_CONFIG") or None
+    level: str | None = args.log_level
+    source = "--log-level"
+    if level is None and environ.get("PATCHBAY_LOG_LEVEL"):
+        level, source = environ["PATCHBAY_LOG_LEVEL"], "PATCHBAY_LOG_LEVEL"
+    if level is not None:
+        level = level.strip().upper()
+        level = "WARNING" if level == "WARN" else level
+        if level not in LEVELS:
+            raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    if args.registered_as is not None and command != "check":
+        raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
+    log_format: str = args.log_format or environ.get("PATCHBAY_LOG_FORMAT", "").strip().lower() or "text"
+    if log_format not in LOG_FORMATS:
+        raise UsageError(
+            f"PATCHBAY_LOG_FORMAT: unknown format {log_format!r}; expected one of {', '.join(LOG_FORMATS)}"
+        )
+    http = _http_address(args.http) if args.http is not None else None
+    if http is not None and command != "serve":
+        raise UsageError(f"--http is for serve, not {command}")
+    return Options(command, path, level, args.log_file, log_format, args.json, args.registered_as, server, http)
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:8080`` for IPv6) as (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--http: expected [HOST:]PORT, like 8080 or 0.0.0.0:8080, got {text!r}")
+    return host, int(port)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b

@@ -1,0 +1,90 @@
+"""``serve`` on stdio: the proxy over our stdin/stdout until the client goes or a signal
+comes (SIGTERM, SIGINT: every upstream group signalled at once, ``transports.stdio.shutdown``),
+with config reloads on SIGHUP and, if asked, on file changes. Also the event loop's options
+for ``serve --http`` and the start's warning of a registered name too long for any client."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+from mcp_patchbay import __version__
+
+if TYPE_CHECKING:
+    import anyio
+
+    from mcp_patchbay.config import Config
+    from mcp_patchbay.spawn import Prespawned
+
+logger = logging.getLogger("mcp_patchbay")
+
+
+def loop_options() -> dict[str, Any]:
+    """The gateway runs on uvloop where it is installed (not on Windows): the event loop's own
+    cost is a large part of an HTTP request's."""
+    try:
+        import uvloop  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
+
+
+async def serve_stdio(config: Config, prespawned: Prespawned) -> None:
+    import anyio
+
+    from mcp_patchbay.client_wire import stdio_streams
+    from mcp_patchbay.jsonrpc import Bounds
+    from mcp_patchbay.server import Proxy
+    from mcp_patchbay.transports.stdio import shutdown
+    from mcp_patchbay.watch import reload_on_sighup, watch_config
+
+    proxy = Proxy(config, prespawned=prespawned)
+    logger.info("mcp-patchbay %s serving %d servers from %s", __version__, len(config.servers), config.path)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, tg.cancel_scope)
+        tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
+        if config.settings.watch:
+            tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
+        async with stdio_streams(proxy.lane.offer, Bounds.of(config.settings)) as (read_stream, write_stream, wire):
+            # Whatever ends the client's session ends the proxy: the upstreams get the quick
+            # stop (shutdown), not a restart's.
+            await proxy.serve(read_stream, write_stream, wire, before_stop=shutdown)
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    import anyio
+
+    from mcp_patchbay.transports.stdio import shutdown
+
+    if sys.platform == "win32":  # no signal receivers there; stdin EOF ends the proxy
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            logger.info("received %s; stopping upstreams", signal.Signals(signum).name)
+            shutdown()  # every upstream group gets SIGTERM now, before the unwinding below
+            scope.cancel()
+            return
+
+
+def warn_unfit_name(config: Config) -> None:
+    """Serving under a registered name too long for any exposed name to fit: say so once."""
+    from mcp_patchbay.client_limits import CLIENT_LIMITS
+    from mcp_patchbay.naming import MIN_MAX_LENGTH, OwnTools
+
+    name = config.settings.registered_as
+    if name is None:
+        return
+    # Search mode's own tools keep their names: the longest of them must fit as well.
+    own = max(len(OwnTools.for_separator(config.settings.separator).find_tools), MIN_MAX_LENGTH)
+    for client in CLIENT_LIMITS:
+        if client.length(name, "x" * own) > client.limit:
+            logger.warning(
+                "registered_as %r is too long for %s (%d characters at most for prefix and tool name): "
+                "tool names cannot be shortened enough; register the proxy under a shorter name",
+                name,
+                client.client,
+                client.limit,
+            )
