@@ -4,68 +4,85 @@ An MCP client launches the proxy over stdio (or many clients reach one over HTTP
 ``serve --http``); the proxy connects to the upstream servers named in its config and
 serves their tools, resources and prompts as one.
 
-The path of a tool call, both lanes (``docs/ARCHITECTURE.md`` draws it)::
+The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
 
-    client ─stdio─> client_wire ─> lane (handshake-era tools/call, JSON values)  ─┐
-                               └─> the SDK's Server (everything else) ─> server ─┤
-    clients ─HTTP─> gateway.app ─> the SDK's session manager ─> its Server ─────┤
-                                                                                 v
-      server.Proxy.run_tool: catalog lookup ─> naming (mistaken names) ─> arguments
-        ─> upstream.chain = policies (breaker ─> deadline ─> bulkhead ─> retry)
-        ─> upstream.send_call ─> rawcalls (stdio: request line on the pipe, answer by id)
+    stdio:  client_wire ─> lane.CallLane (handshake-era tools/call, JSON values) ─────────┐
+            client_wire ─> the SDK's Server ─> server.Proxy._call_tool ─> call_path ─────┤
+    HTTP:   gateway.edge ─> gateway.app ─> sdk.SessionManager ─> the SDK's Server ─> ... ┤
+                                                                                          v
+      call_path.ToolPath.run: views (what the caller may see) ─> naming (mistaken names)
+        ─> arguments ─> upstream.chain = policies (breaker ─> deadline ─> bulkhead ─> retry)
+        ─> upstream.send_call ─> rawcalls (stdio: the request line on the pipe, answer by id)
                                  or sdk.send_raw (HTTP/SSE: the SDK's session, JSON values)
-        ─> results (size limit) ─> back the way it came; every failure an isError result
+        ─> results (size limit) ─> back the way it came.
+      Errors: foreign exceptions become ours in ``errors.translate``/``errors.translated`` only;
+      ours become what the client sees in ``call_path.ToolPath.error_result`` only.
 
 Modules, by what they own:
 
-- Entry and wiring: ``cli`` (arguments, logging, ``serve``, ``check``, ``login`` and
-  ``logout``), ``gateway/`` (``serve --http``: the ASGI app and its life, the listener's limits,
-  sign-in, who is calling, access rules, metrics, resumable SSE events), ``server``
-  (``Proxy``: the SDK's server, change notifications, the tool path and the one edge
-  where errors become results), ``supervisor`` (all upstreams: start, startup wait,
-  catalog rebuilds, reload), ``watch`` (config file changes, SIGHUP).
-- The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines),
-  ``lane`` (handshake-era ``tools/call`` past the SDK's server), ``client_channel``
-  (requests and notifications upstreams send back to the client, routed to the session
-  whose call caused them), ``outbox`` (on the gateway, each session's notices queued and
-  written by a task of its own; a session that does not read is ended), ``rounds`` (a
-  2026-07-28 client's ``tools/call`` suspended while its 2025-era upstream's sampling,
-  elicitation or roots request is put to the client as ``input_required``;
-  ``requestState`` sealed by the SDK's boundary), ``passthrough``
-  (resources, prompts, completion, logging level, roots), ``exposure`` (what the client
-  lists: every tool, or search mode's ``find_tools`` and ``call_tool``).
+- Entry and wiring: ``cli/`` (``options`` the command line, ``logs`` where lines go,
+  ``serving`` stdio serving and signals, ``check`` the report; ``login``/``logout`` are
+  ``oauth.commands``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
+  listener's limits, sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
+  events), ``server`` (``Proxy``: the SDK's server wired to the modules below),
+  ``supervisor`` (all upstreams: start, startup wait, catalog rebuilds, reload), ``watch``
+  (config file changes, SIGHUP).
+- The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines, bounded before
+  they are parsed), ``lane`` (handshake-era ``tools/call`` taken off the wire past the SDK's
+  server), ``call_path`` (one ``tools/call`` whatever way it came, and the one error edge),
+  ``views`` (what one caller may see, cached per access), ``notifications`` (``list_changed``
+  audiences, ``subscriptions/listen`` streams and their quotas), ``client_channel`` (requests
+  and notices upstreams send back, routed to the session whose call caused them), ``outbox``
+  (on the gateway, each session's notices and each call's progress posted, never awaited; a
+  session that does not read is ended), ``rounds`` (a 2026-07-28 client's call suspended
+  while its 2025-era upstream asks something: ``Exchange`` is one such call, ``_Ask`` one
+  question put to the client as ``input_required``), ``request_state`` (the keys sealing
+  ``requestState``, and the answer to a refused one), ``passthrough`` (resources, prompts,
+  completion, logging level, roots), ``exposure`` (what the client lists: every tool, or
+  search mode's ``find_tools`` and ``call_tool``), ``status`` (the one owner of the status:
+  counts, what a caller may see of it, its resource and tool).
 - Pure cores, values in and out: ``config/`` (the file: models, loading, ``${VAR}``,
   problem wording, self-reference), ``naming`` (exposed names and resolution),
-  ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``messages`` (what
-  the model is told of a name it got wrong), ``search/`` (the tool index and
-  ``find_tools``' answers), ``results`` (the size limit), ``errors`` (the error tree,
-  the one code table, the one translation of foreign exceptions), ``deadlines`` (a
-  call's deadline: bound, extended, paused), ``policies`` (breaker, deadline, bulkhead
-  and retry around a call), ``jsonrpc`` (framing and ids both lanes share, and the bounds
-  on a message before it is parsed: size, depth, its id read unparsed), ``status``
-  (counts per server and tool), ``redaction`` (credentials cut from every log line),
-  ``throttle`` (log lines a peer can cause, at most so many a minute).
+  ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``name_errors`` (what
+  the model is told of a name it got wrong), ``client_limits`` (what clients make of an
+  exposed name, and its limit), ``availability`` (an upstream's state and what it says while
+  it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``results``
+  (the size limit), ``errors`` (the error tree, the one code table, the one translation of
+  foreign exceptions), ``deadlines`` (a call's deadline: bound, extended, paused),
+  ``policies`` (the breaker's state machine and the restart backoff are pure; the chain
+  around a call is not), ``jsonrpc`` (framing and ids both lanes share, and the bounds on a
+  message before it is parsed: size, depth, its id read unparsed), ``redaction``
+  (credentials cut from every log line), ``throttle`` (log lines a peer can cause, at most
+  so many a minute).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
   ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
   transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and
-  SSE), ``rawcalls`` (the upstream lane), ``sdk`` (the one adapter over the SDK's private
-  attributes), ``spawn`` (processes started before the SDK import, their one owner, and
+  SSE), ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
+  pydantic), ``sdk`` (the one adapter over the SDK's private attributes, and the gateway's
+  session manager), ``spawn`` (processes started before the SDK import, their one owner, and
   the watchdog that stops them if the proxy is killed), ``oauth/`` (signing in to remote
   servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
   sign-in while serving, ``commands`` ``login`` and ``logout``).
 
-I/O happens only in ``cli``, ``gateway/``, ``rounds``, ``watch``, ``client_wire``, ``lane``, ``server``,
-``client_channel``, ``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``,
-``transports/``, ``rawcalls``, ``sdk``, ``spawn`` and ``oauth/`` (the browser, the
-loopback listener, the tokens' files); ``config.loading`` reads the one file.
+I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notifications``,
+``rounds``, ``watch``, ``client_wire``, ``lane``, ``client_channel``, ``outbox``,
+``passthrough``, ``supervisor``, ``upstream``, ``listing``, ``transports/``, ``rawcalls``,
+``sdk``, ``spawn`` and ``oauth/`` (the browser, the loopback listener, the tokens' files);
+``config.loading`` reads the one file.
+
+Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with
+two ambient values left: ``rounds.CURRENT`` (the suspended call a question belongs to, set
+only in the task ``Rounds.start`` runs) and the SDK's access token (set by its sign-in
+middleware; the gateway's access rules and ``client_channel`` read it).
 
 The event loop: the proxy runs on asyncio, through anyio's asyncio backend. Most code
 is written against anyio (task groups, cancel scopes, memory streams), but the hot
 paths use asyncio directly where anyio has no equivalent or costs a thread hop:
 ``client_wire`` and ``transports.stdio`` read and write event-loop pipes
-(``asyncio.StreamReader``), and ``rawcalls`` answers with ``asyncio.Future``\\s. The
-tests run on asyncio for the same reason.
+(``asyncio.StreamReader``), ``rawcalls`` answers with ``asyncio.Future``\\s, and ``rounds``
+runs each suspended call in an asyncio task of its own. The tests run on asyncio for the
+same reason.
 """
 
 __version__ = "0.1.0"
