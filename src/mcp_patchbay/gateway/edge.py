@@ -25,7 +25,7 @@ connections sending a byte every 2 s stayed open; 1,100 made every real call fai
   its headers would hold file descriptors until its timeout.)
 
 Each refusal is one DEBUG line with the client's address and counted for metrics
-(``Refusals``); a full house is also a WARNING, at most once a minute.
+(``Refusals``); a full house is also a WARNING, at most once a minute (``throttle``).
 ``raise_open_files_limit`` lifts the process's soft descriptor limit to its hard one.
 """
 
@@ -35,7 +35,6 @@ import asyncio
 import http
 import logging
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,13 +45,11 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from uvicorn.server import ServerState
 
 from mcp_patchbay.sdk import ABORT_EXTENSION
+from mcp_patchbay.throttle import LogThrottle
 
 __all__ = ["EdgeLimits", "Refusals", "guarded_protocol", "raise_open_files_limit"]
 
 logger = logging.getLogger("mcp_patchbay.gateway")
-
-FULL_HOUSE_WARNING_INTERVAL = 60.0
-"""Seconds between two WARNINGs that connections are being refused (each is counted)."""
 
 
 @dataclass
@@ -61,7 +58,8 @@ class Refusals:
     ``body_timeout``, ``too_many_connections``)."""
 
     counts: Counter[str] = field(default_factory=Counter[str])
-    warned_at: float | None = None
+    full_house: LogThrottle = field(default_factory=lambda: LogThrottle(logger, per_minute=1))
+    """A full house is a WARNING at most once a minute (each refusal is counted and a DEBUG line)."""
 
     def count(self, reason: str) -> None:
         self.counts[reason] += 1
@@ -76,7 +74,6 @@ class EdgeLimits:
     body_timeout: float
     max_connections: int | None
     refusals: Refusals = field(default_factory=Refusals)
-    clock: Callable[[], float] = time.monotonic
 
 
 def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
@@ -99,7 +96,11 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
             super().connection_made(transport)
             if limits.max_connections is not None and len(self.connections) > limits.max_connections:
                 self._refuse(http.HTTPStatus.SERVICE_UNAVAILABLE, "too_many_connections", "too many connections")
-                self._warn_full_house()
+                limits.refusals.full_house.log(
+                    "refusing connections: %d open (gateway.max_connections); %d refused so far",
+                    limits.max_connections,
+                    limits.refusals.counts["too_many_connections"],
+                )
                 return
             self._arm(limits.header_timeout, self._header_timed_out)
 
@@ -195,17 +196,6 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
 
         def _who(self) -> str:
             return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
-
-        def _warn_full_house(self) -> None:
-            now = limits.clock()
-            warned = limits.refusals.warned_at
-            if warned is None or now - warned >= FULL_HOUSE_WARNING_INTERVAL:
-                limits.refusals.warned_at = now
-                logger.warning(
-                    "refusing connections: %d open (gateway.max_connections); %d refused so far",
-                    limits.max_connections,
-                    limits.refusals.counts["too_many_connections"],
-                )
 
     return GuardedHttpTools
 
