@@ -50,6 +50,7 @@ from mcp_patchbay.jsonrpc import (
     answer_to_invalid,
     deeper_than,
     encode,
+    envelope_of,
     error_line,
     is_request_id,
     peek_envelope,
@@ -61,8 +62,6 @@ logger = logging.getLogger("mcp_patchbay.client_wire")
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
 READ_CHUNK = 65536
-PEEK_WINDOW = 8192
-"""How much of each end of a refused line is searched for its id."""
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -167,7 +166,7 @@ async def stdio_streams(
         if not line.strip():
             return
         if deeper_than(line, bounds.max_depth):
-            await refuse(peek_envelope(line[:PEEK_WINDOW], line[-PEEK_WINDOW:]), bounds.too_deep())
+            await refuse(envelope_of(line), bounds.too_deep())
             return
         try:
             value = json.loads(line)
@@ -194,7 +193,7 @@ async def stdio_streams(
         await read_writer.send(SessionMessage(message))
 
     async def read_stdin() -> None:
-        splitter = LineSplitter(bounds.max_bytes, PEEK_WINDOW)
+        splitter = LineSplitter(bounds.max_bytes)
         async with read_writer:
             while True:
                 chunk = await reader.read(READ_CHUNK)

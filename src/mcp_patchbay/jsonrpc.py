@@ -154,6 +154,10 @@ def deeper_than(line: bytes, limit: int) -> bool:
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
 
 
+PEEK_WINDOW = 8192
+"""How much of each end of a refused line is kept and searched for its id."""
+
+
 class Overlong:
     """A line longer than the limit, skipped: only its first and last ``window`` bytes were kept."""
 
@@ -174,7 +178,7 @@ class LineSplitter:
     and every byte is copied a bounded number of times (no ``buffer += chunk``).
     """
 
-    def __init__(self, limit: int, window: int = 8192) -> None:
+    def __init__(self, limit: int, window: int = PEEK_WINDOW) -> None:
         self.limit = limit
         self.window = window
         self._parts: list[bytes] = []
@@ -258,6 +262,11 @@ _TOKEN = re.compile(
 _ENVELOPE_KEYS = frozenset({"id", "method", "result", "error"})
 _KEY_IN_TAIL = re.compile(rb'"(id|method|result|error)"\s*:')
 _TAIL_TRIES = 16
+
+
+def envelope_of(line: bytes) -> Envelope:
+    """``peek_envelope`` of a whole line that is refused unparsed (too deep): its two ends."""
+    return peek_envelope(line[:PEEK_WINDOW], line[-PEEK_WINDOW:].rstrip())
 
 
 def peek_envelope(head: bytes, tail: bytes) -> Envelope:
@@ -358,6 +367,7 @@ def _closes_the_line(tail: bytes, pos: int) -> bool:
 
 __all__ = [
     "NOT_JSON",
+    "PEEK_WINDOW",
     "Bounds",
     "Envelope",
     "LineSplitter",
@@ -366,6 +376,7 @@ __all__ = [
     "answer_to_invalid",
     "deeper_than",
     "encode",
+    "envelope_of",
     "error_line",
     "is_request_id",
     "peek_envelope",

@@ -45,7 +45,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_patchbay.deadlines import ProgressFn
-from mcp_patchbay.jsonrpc import RequestId, deeper_than, peek_envelope
+from mcp_patchbay.jsonrpc import RequestId, deeper_than, envelope_of
 from mcp_patchbay.throttle import LogThrottle
 
 logger = logging.getLogger("mcp_patchbay.gateway")
@@ -146,7 +146,7 @@ class SessionManager(StreamableHTTPSessionManager):
             receive, body = read
             if self._max_depth is not None and deeper_than(body, self._max_depth):
                 # As on stdio (patchbay.max_json_depth): refused before anything recurses on it.
-                request_id = peek_envelope(body[:8192], body[-8192:]).request_id
+                request_id = envelope_of(body).request_id
                 message = (
                     f"Invalid request: the message nests arrays and objects more than {self._max_depth} deep "
                     "(patchbay.max_json_depth)."

@@ -51,7 +51,16 @@ from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import StdioSpec
 from mcp_patchbay.errors import Code, refusal_data, refused_answer
-from mcp_patchbay.jsonrpc import Bounds, Envelope, LineSplitter, Overlong, deeper_than, error_line, peek_envelope
+from mcp_patchbay.jsonrpc import (
+    Bounds,
+    Envelope,
+    LineSplitter,
+    Overlong,
+    deeper_than,
+    envelope_of,
+    error_line,
+    peek_envelope,
+)
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
 from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
@@ -62,8 +71,6 @@ logger = logging.getLogger(__name__)
 STDERR_TAIL_LINES = 20
 STDERR_LINE_LIMIT = 65536
 """A longer line on a server's stderr is kept (and logged) by its start only."""
-PEEK_WINDOW = 8192
-"""How much of each end of a refused line is searched for its id."""
 GRACE_SECONDS = 2.0
 """How long a server gets to exit after its stdin closes, and again after SIGTERM (one server stopping)."""
 SHUTDOWN_GRACE_SECONDS = 0.5
@@ -166,7 +173,7 @@ async def stdio_transport(
             await refuse(peek_envelope(line.head, line.tail), bounds.too_long(line.size), Code.RESULT_TOO_LARGE)
             return
         if deeper_than(line, bounds.max_depth):
-            envelope = peek_envelope(line[:PEEK_WINDOW], line[-PEEK_WINDOW:].rstrip())
+            envelope = envelope_of(line)
             await refuse(envelope, bounds.too_deep(), Code.PROTOCOL_ERROR)
             return
         value = _parse(line, watch, log)
@@ -178,7 +185,7 @@ async def stdio_transport(
 
     async def read_stdout() -> None:
         assert process.stdout is not None
-        splitter = LineSplitter(bounds.max_bytes, PEEK_WINDOW)
+        splitter = LineSplitter(bounds.max_bytes)
         try:
             async with read_writer:
                 async for chunk in process.stdout:
