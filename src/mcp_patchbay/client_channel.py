@@ -122,6 +122,7 @@ class SessionChannel:
         shared: bool = False,
         outboxes: Outboxes | None = None,
         answer_timeout: float | None = None,
+        identity_of: Callable[[ServerRequestContext[Any, Any]], str] | None = None,
     ) -> None:
         """``outboxes``: how notices reach the gateway's sessions (never awaited); None on
         stdio, where the one client's notices are sent in place. ``answer_timeout``: how long
@@ -129,6 +130,9 @@ class SessionChannel:
         gateway's ``max_call_time``; None on stdio, where the person is the proxy's one user)."""
         self._buses = buses
         self._answer_timeout = answer_timeout
+        self._identity_of = identity_of
+        """Who a request's caller is (the gateway's ``identity``): a question is never put to
+        another member's session. None: one member (stdio, and gateways built without it)."""
         self._pause: PauseDeadlines = pause_deadlines or _no_pause
         self.shared = shared
         self.outboxes = outboxes
@@ -157,7 +161,7 @@ class SessionChannel:
         if ctx is None or not (self.shared or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS):
             yield None
             return
-        call = _InFlight(ctx, rounds.CURRENT.get(), _member() if self.shared else None)
+        call = _InFlight(ctx, rounds.CURRENT.get(), self._member(ctx) if self.shared else None)
         calls = self._calls.setdefault(server, [])
         calls.append(call)
         try:
@@ -211,11 +215,14 @@ class SessionChannel:
             message=f"{what} cannot be routed: several clients have calls in flight to this server.",
         )
 
+    def _member(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        return self._identity_of(ctx) if self._identity_of is not None else None
+
     def meet(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Learn who the client is from its first request (later ones change nothing)."""
         if self.shared:
             if ctx.method == "initialize":
-                _log_client(ctx, _member())
+                _log_client(ctx, self._member(ctx))
             return
         if self.hello.is_set() or ctx.request_id is None:
             return
@@ -351,16 +358,6 @@ class SessionChannel:
 
 def _connection(call: _InFlight) -> Connection:
     return connection_of(call.ctx.session)
-
-
-def _member() -> str | None:
-    """The gateway caller's identity (the SDK's auth middleware puts its token in a context variable)."""
-    from mcp.server.auth.middleware.auth_context import get_access_token  # the gateway's import, not stdio's
-
-    token = get_access_token()
-    if token is None:
-        return None
-    return str(getattr(token, "identity", None) or token.client_id)
 
 
 def _log_client(ctx: ServerRequestContext[Any, Any], member: str | None = None) -> types.InitializeRequestParams | None:

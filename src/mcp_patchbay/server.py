@@ -121,6 +121,7 @@ class Proxy:
             shared=shared,
             outboxes=self.outboxes,
             answer_timeout=self.settings.max_call_time if shared else None,
+            identity_of=self._identity_of,
         )
         self.supervisor = Supervisor(
             config,
