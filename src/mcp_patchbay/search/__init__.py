@@ -18,8 +18,10 @@ Modules, each with its rules in its docstring:
 
 - ``text``: words (snake/kebab/camel/dotted splitting), folding, stop words, synonyms,
   two-word phrases; ``lexicon``: those word lists, as data.
-- ``index``: ``IndexedTool``, ``Hit``, ``ToolIndex`` (BM25F plus name similarity),
-  ``note_match`` (how well an unavailable server's known text matches a query).
+- ``documents``: ``IndexedTool`` (a tool as search sees it), its fields' terms, a query's
+  weighted terms, ``Hit``, ``note_match`` (how well an unavailable server's known text
+  matches a query).
+- ``index``: ``ToolIndex`` (BM25F plus name similarity): every ranking rule and weight.
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
 - ``describe``: ``find_tools_description``.
 
@@ -30,16 +32,8 @@ the server imports this package when it first builds an index.
 """
 
 from mcp_patchbay.search.describe import DESCRIPTION_BUDGET, find_tools_description, server_summary
-from mcp_patchbay.search.index import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
-    Hit,
-    IndexedTool,
-    ToolDefinition,
-    ToolIndex,
-    clamp_limit,
-    note_match,
-)
+from mcp_patchbay.search.documents import Hit, IndexedTool, ToolDefinition, note_match
+from mcp_patchbay.search.index import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex, clamp_limit
 from mcp_patchbay.search.render import (
     FULL_SCHEMAS,
     OUTPUT_SCHEMA,

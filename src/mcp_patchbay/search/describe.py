@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from mcp_patchbay.search.index import IndexedTool
+from mcp_patchbay.search.documents import IndexedTool
 from mcp_patchbay.search.render import _cut  # pyright: ignore[reportPrivateUsage]
 from mcp_patchbay.search.text import STOP_WORDS, fold, split_words
 

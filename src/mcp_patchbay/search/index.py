@@ -1,9 +1,8 @@
 """The ranked index: BM25F over a tool's fields, plus name similarity for name-like queries.
 
-Pure: built once per catalog change, searched per call. One module on purpose, though past
-450 lines: every ranking rule below adds to one score, and their weights were measured
-together; split, a newcomer could no longer see what a score is made of. Rules (see
-``text`` for words):
+Pure: built once per catalog change, searched per call. Every ranking rule below adds to
+one score, and their weights were measured together, so they stay in this one module; what
+a tool and a query are made of is ``documents``'. Rules (see ``text`` for words):
 
 Fields and weights (BM25F)
     Every tool is one document with fields, each of weight ``w`` and length normalisation
@@ -80,14 +79,13 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any, Protocol, cast
 
 from rapidfuzz import fuzz, process
 
 from mcp_patchbay.naming import normalize
+from mcp_patchbay.search.documents import Hit, IndexedTool, fields
 from mcp_patchbay.search.text import (
     STOP_WORDS,
     SYNONYM_WEIGHT,
@@ -95,20 +93,12 @@ from mcp_patchbay.search.text import (
     VERB_CLASS,
     expand_phrases,
     fold,
+    nouns_number,
     split_words,
     terms,
 )
 
-__all__ = [
-    "DEFAULT_LIMIT",
-    "MAX_LIMIT",
-    "Hit",
-    "IndexedTool",
-    "ToolDefinition",
-    "ToolIndex",
-    "clamp_limit",
-    "note_match",
-]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "ToolIndex", "clamp_limit"]
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
@@ -138,10 +128,6 @@ MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.3
 PREFIX_MAX = 5
 K1 = 1.2
-FIELD_CHARS = 4_000
-"""Text beyond this in one field is not indexed: the head says what a tool does, and an
-upstream's 100 KB schema must not make every catalog rebuild slow."""
-
 FIELDS: dict[str, tuple[float, float]] = {
     # field: (weight, b)
     "name": (3.0, 0.3),
@@ -157,170 +143,11 @@ _NAME_SPLIT = re.compile(r"__|[./:\s]+")
 _MAX_NAME_QUERY = 200
 
 
-class _Annotations(Protocol):
-    @property
-    def title(self) -> str | None: ...
-
-
-class ToolDefinition(Protocol):
-    """What ``IndexedTool.of`` reads from a tool definition (an ``mcp_types.Tool`` has it)."""
-
-    @property
-    def title(self) -> str | None: ...
-    @property
-    def description(self) -> str | None: ...
-    @property
-    def input_schema(self) -> Mapping[str, Any]: ...
-    @property
-    def annotations(self) -> _Annotations | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedTool:
-    """One tool as the index sees it. ``name`` is the exposed name (``server<sep>tool``)."""
-
-    name: str
-    server: str
-    tool: str
-    description: str = ""
-    title: str | None = None
-    input_schema: Mapping[str, Any] = field(default_factory=dict[str, Any])
-    server_instructions: str | None = None
-
-    @classmethod
-    def of(
-        cls, exposed: str, server: str, tool: str, definition: ToolDefinition, instructions: str | None = None
-    ) -> IndexedTool:
-        """From an upstream's definition (``CatalogTool.definition``); the title falls back to
-        the annotations' title, as clients show it."""
-        annotations = definition.annotations
-        return cls(
-            name=exposed,
-            server=server,
-            tool=tool,
-            description=definition.description or "",
-            title=definition.title or (annotations.title if annotations is not None else None),
-            input_schema=definition.input_schema,
-            server_instructions=instructions,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A search result: the tool and its score (higher is better; only the order means anything)."""
-
-    tool: IndexedTool
-    score: float
-
-
 def clamp_limit(limit: int | None) -> int:
     """``limit`` into 1..MAX_LIMIT; None (or anything not an int) is the default. Never refused."""
     if not isinstance(limit, int) or isinstance(limit, bool):
         return DEFAULT_LIMIT
     return max(1, min(MAX_LIMIT, limit))
-
-
-def as_mapping(value: object) -> Mapping[str, Any] | None:
-    """``value`` as a JSON object, or None: schemas come from upstreams and may be anything."""
-    if type(value) is dict:  # the common case, without the ABC check
-        return cast("Mapping[str, Any]", value)
-    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
-
-
-def _param_fields(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Parameter names and descriptions, two levels of nesting deep (objects, arrays of objects)."""
-    names: list[str] = []
-    texts: list[str] = []
-
-    def walk(node: Mapping[str, Any], depth: int) -> None:
-        props = as_mapping(node.get("properties"))
-        if props is not None:
-            for key, value in props.items():
-                names.append(str(key))
-                sub = as_mapping(value)
-                if sub is not None:
-                    desc = sub.get("description")
-                    if isinstance(desc, str):
-                        texts.append(desc)
-                    if depth < 2:
-                        walk(sub, depth + 1)
-        items = as_mapping(node.get("items"))
-        if items is not None and depth < 2:
-            walk(items, depth + 1)
-
-    walk(schema, 0)
-    return names, texts
-
-
-def _fields(
-    tool: IndexedTool, shared: dict[tuple[str, str | None], tuple[list[str], list[str]]]
-) -> dict[str, list[str]]:
-    """A tool's fields' terms. ``shared`` caches the server's fields, the same for all its tools."""
-    param_names, param_texts = _param_fields(tool.input_schema)
-    key = (tool.server, tool.server_instructions)
-    server = shared.get(key)
-    if server is None:
-        server = shared[key] = (terms(tool.server), terms((tool.server_instructions or "")[:FIELD_CHARS]))
-    return {
-        "name": terms(tool.tool),
-        "title": terms((tool.title or "")[:FIELD_CHARS]),
-        "description": terms(tool.description[:FIELD_CHARS]),
-        "params": terms(" ".join(param_names)[:FIELD_CHARS]),
-        "param_text": terms(" ".join(param_texts)[:FIELD_CHARS]),
-        "server": server[0],
-        "instructions": server[1],
-    }
-
-
-def query_terms(query: str) -> dict[str, float]:
-    """Query term -> weight: the query's own terms at 1, their synonyms at SYNONYM_WEIGHT."""
-    own = dict.fromkeys(terms(query), 1.0)
-    weights = dict(own)
-    for term in own:
-        for synonym in SYNONYMS.get(term, ()):
-            if synonym not in own:
-                weights[synonym] = max(weights.get(synonym, 0.0), SYNONYM_WEIGHT)
-    return weights
-
-
-def note_match(query: str, *texts: str) -> float:
-    """How much of the query ``texts`` cover, 0..1: the weighted share of query terms found.
-
-    For servers that are not available (no tools to index): their names, known tool names
-    and descriptions. A query naming the server (a word of its name) covers it fully.
-    """
-    weights = {t: w for t, w in query_terms(query).items() if w == 1.0}
-    if not weights:
-        return 0.0
-    found: set[str] = set()
-    for text in texts:
-        found.update(terms(text))
-    covered = 0.0
-    for term in weights:
-        if term in found:
-            covered += 1.0
-        elif any(s in found for s in SYNONYMS.get(term, ())):
-            covered += SYNONYM_WEIGHT
-    return min(1.0, covered / len(weights))
-
-
-def _plural(word: str) -> bool:
-    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and not word.isdigit()
-
-
-def _numbers(text: str, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, bool]:
-    """Folded noun -> whether it is plural in ``text`` (verbs, numbers, stop words and
-    ``skip`` left out; a word used both ways too)."""
-    seen: dict[str, bool | None] = {}
-    for word in split_words(text):
-        if word in STOP_WORDS or word.isdigit():
-            continue
-        folded = fold(word)
-        if folded in skip or folded in VERB_CLASS:
-            continue
-        number = folded != word and _plural(word)
-        seen[folded] = number if seen.get(folded, number) == number else None
-    return {w: n for w, n in seen.items() if n is not None}
 
 
 def _best_of(group: Sequence[tuple[dict[int, float], float]], doc: int) -> float:
@@ -368,13 +195,13 @@ class ToolIndex:
 
     def _build(self) -> None:
         shared: dict[tuple[str, str | None], tuple[list[str], list[str]]] = {}
-        docs = [_fields(tool, shared) for tool in self.tools]
+        docs = [fields(tool, shared) for tool in self.tools]
         for tool, doc in zip(self.tools, docs, strict=True):
             own = set(doc["server"])
             self._name_words.append(frozenset(w for w in doc["name"] if w not in own) or frozenset(doc["name"]))
             verbs = [VERB_CLASS[w] for w in doc["name"] if w not in own and w in VERB_CLASS]
             self._verbs.append(verbs[0] if verbs else None)
-            self._numbers.append(_numbers(tool.tool, own))
+            self._numbers.append(nouns_number(tool.tool, own))
         count = len(docs)
         avg = {f: (sum(len(d[f]) for d in docs) / count if count else 0.0) or 1.0 for f in FIELDS}
         per_term: dict[str, dict[int, float]] = {}
@@ -589,7 +416,7 @@ class ToolIndex:
         classes: set[str] = (
             {VERB_CLASS[f] for w in split_words(query) if (f := fold(w)) in VERB_CLASS} if depth else set()
         )
-        numbers = _numbers(query) if depth and NUMBER_AGREE else {}
+        numbers = nouns_number(query) if depth and NUMBER_AGREE else {}
         for doc in depth:
             score = lexical[doc] / top_lexical
             words = self._name_words[doc]

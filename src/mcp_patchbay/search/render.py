@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from mcp_patchbay.naming import normalize
-from mcp_patchbay.search.index import Hit, IndexedTool, as_mapping
+from mcp_patchbay.search.documents import Hit, IndexedTool, as_mapping
 
 __all__ = [
     "FULL_SCHEMAS",

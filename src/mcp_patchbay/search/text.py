@@ -32,6 +32,9 @@ Pure and dependency-free. The rules (stated once here, relied on by ``index``):
   tool) +0.7/+0.3 on tune and +0.4/-0.4 on holdout, kept for the servers the bench lacks.
 - ``PHRASES``: two-word phrases a request uses for one idea ("look up", "set up", "sign in",
   "merge request", "sea level"); ``expand_phrases`` appends their meaning to a query.
+- ``nouns_number``: the nouns of a text and whether each is plural there (``_plural``:
+  more than three letters ending in ``s``, not ``ss``/``us``/``is``), for the index's
+  number agreement.
 - ``VERB_CLASS``: what a verb does to data (read, create, update, delete, send, run), for
   the index's verb agreement between a query and a tool's name. The verbs of the domain groups are in
   it too (give and grab read; mark, move and rewrite update; tell and announce send):
@@ -45,7 +48,17 @@ from itertools import pairwise
 
 from mcp_patchbay.search.lexicon import PHRASES, STOP_WORDS, SYNONYM_GROUPS, SYNONYM_WEIGHT, VERB_CLASSES
 
-__all__ = ["PHRASES", "STOP_WORDS", "SYNONYMS", "SYNONYM_WEIGHT", "expand_phrases", "fold", "split_words", "terms"]
+__all__ = [
+    "PHRASES",
+    "STOP_WORDS",
+    "SYNONYMS",
+    "SYNONYM_WEIGHT",
+    "expand_phrases",
+    "fold",
+    "nouns_number",
+    "split_words",
+    "terms",
+]
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 """One word: an upper-case run before a capitalised word, a (capitalised) lower-case run, an
@@ -126,3 +139,22 @@ def terms(text: str) -> list[str]:
     """The index terms of a text: split, stop words dropped, folded. Order and repeats kept."""
     folded = _folded
     return [folded[w] for w in split_words(text) if w not in STOP_WORDS]
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and not word.isdigit()
+
+
+def nouns_number(text: str, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, bool]:
+    """Folded noun -> whether it is plural in ``text`` (verbs, numbers, stop words and
+    ``skip`` left out; a word used both ways too): the index's number agreement."""
+    seen: dict[str, bool | None] = {}
+    for word in split_words(text):
+        if word in STOP_WORDS or word.isdigit():
+            continue
+        folded = fold(word)
+        if folded in skip or folded in VERB_CLASS:
+            continue
+        number = folded != word and _plural(word)
+        seen[folded] = number if seen.get(folded, number) == number else None
+    return {w: n for w, n in seen.items() if n is not None}
