@@ -1,6 +1,6 @@
 """The error edge as a table: every foreign exception the proxy meets maps to the code the
 README's error table promises, and each code carries the category and retryability that
-table gives it. No I/O: ``errors.translate`` and ``errors.translated`` are pure."""
+table gives it. No I/O: ``foreign_errors.translate`` and ``foreign_errors.translated`` are pure."""
 
 from __future__ import annotations
 
@@ -18,20 +18,16 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from mcp_patchbay.errors import (
-    HTTP_STATUS_KEY,
-    RETRY_AFTER_KEY,
     ClientError,
     Code,
     NotDelivered,
     PatchbayError,
     SessionExpired,
     UpstreamError,
-    most_telling,
     refusal_data,
     result_values,
-    translate,
-    translated,
 )
+from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY, RETRY_AFTER_KEY, most_telling, translate, translated
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

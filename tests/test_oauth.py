@@ -368,7 +368,7 @@ def test_a_404_that_names_the_method_is_not_a_lost_session() -> None:
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
-    from mcp_patchbay.errors import HTTP_STATUS_KEY
+    from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY
     from mcp_patchbay.transports.http import HttpStatuses
 
     async def stamped(code: int, message: str, session: bool) -> types.ErrorData:

@@ -15,7 +15,7 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
         ─> upstream.send_call ─> rawcalls (stdio: the request line on the pipe, answer by id)
                                  or sdk.send_raw (HTTP/SSE: the SDK's session, JSON values)
         ─> results (size limit) ─> back the way it came.
-      Errors: foreign exceptions become ours in ``errors.translate``/``errors.translated`` only;
+      Errors: foreign exceptions become ours in ``foreign_errors.translate``/``foreign_errors.translated`` only;
       ours become what the client sees in ``call_path.ToolPath.error_result`` only.
 
 Modules, by what they own:
@@ -47,8 +47,8 @@ Modules, by what they own:
   the model is told of a name it got wrong), ``client_limits`` (what clients make of an
   exposed name, and its limit), ``availability`` (an upstream's state and what it says while
   it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``results``
-  (the size limit), ``errors`` (the error tree, the one code table, the one translation of
-  foreign exceptions), ``deadlines`` (a call's deadline: bound, extended, paused),
+  (the size limit), ``errors`` (the error tree, the one code table), ``foreign_errors`` (the one
+  translation of foreign exceptions into that tree), ``deadlines`` (a call's deadline: bound, extended, paused),
   ``policies`` (the breaker's state machine and the restart backoff are pure; the chain
   around a call is not), ``jsonrpc`` (framing and ids both lanes share, and the bounds on a
   message before it is parsed: size, depth, its id read unparsed), ``redaction``

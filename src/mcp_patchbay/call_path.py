@@ -8,7 +8,7 @@ a mistaken one (``naming``, ``name_errors``), checks the arguments, and sends th
 its upstream's policy chain (``upstream.chain``), bounding the result (``results``).
 
 The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
-translated where they are met, ``errors.translated``); ``error_result`` is the one place
+translated where they are met, ``foreign_errors.translated``); ``error_result`` is the one place
 where such an error becomes what the client sees: logged once, recorded in the status,
 told to the metrics, and answered as an ``isError`` result (or, for an unknown tool with
 ``unknown_tool: "error"``, raised as the JSON-RPC error the lane and the SDK write).
@@ -32,17 +32,9 @@ from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.config import Settings
 from mcp_patchbay.deadlines import Deadline, ProgressFn
-from mcp_patchbay.errors import (
-    ClientError,
-    Code,
-    PatchbayError,
-    SignedIn,
-    UpstreamError,
-    result_values,
-    to_mcp_error,
-    translated,
-)
+from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
 from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
+from mcp_patchbay.foreign_errors import translated
 from mcp_patchbay.lane import split_meta
 from mcp_patchbay.name_errors import hidden_tool, unknown_name
 from mcp_patchbay.notifications import IdentityOf

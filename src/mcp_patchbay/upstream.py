@@ -39,13 +39,8 @@ from mcp_patchbay.availability import GIVE_UP, SIGN_IN_TOOL, State
 from mcp_patchbay.client_channel import ClientChannel, session_callbacks
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
 from mcp_patchbay.deadlines import DeadlineSet, extending
-from mcp_patchbay.errors import (
-    Code,
-    PatchbayError,
-    SignedIn,
-    UpstreamError,
-    translate,
-)
+from mcp_patchbay.errors import Code, PatchbayError, SignedIn, UpstreamError
+from mcp_patchbay.foreign_errors import translate
 from mcp_patchbay.jsonrpc import Bounds
 from mcp_patchbay.listing import Listing, read_listing, reread
 from mcp_patchbay.policies import (
@@ -281,7 +276,7 @@ class Upstream:
             raise error from exc
 
     def _translate(self, exc: BaseException, tool: str | None = None) -> PatchbayError:
-        """``errors.translate``, with a refusal judged by the sign-in gate where there is one."""
+        """``foreign_errors.translate``, with a refusal judged by the sign-in gate where there is one."""
         error = translate(exc, server=self.name, tool=tool)
         return self.gate.judge(error, exc) if self.gate is not None else error
 

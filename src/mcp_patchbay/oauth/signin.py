@@ -29,7 +29,8 @@ from mcp.client.session import ClientSession
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import Code, UpstreamError, most_telling, translate
+from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.foreign_errors import most_telling, translate
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore

@@ -2,10 +2,10 @@ r"""Streamable HTTP and SSE upstreams as ``Link``\s, on the SDK's HTTP clients.
 
 Both SDK clients turn an HTTP error status on a request's POST into something less
 telling: streamable HTTP answers the request with a generic stand-in error
-(``errors.HTTP_STAND_INS``); SSE raises in its writer, which ended the connection and left the
+(``foreign_errors.HTTP_STAND_INS``); SSE raises in its writer, which ended the connection and left the
 request waiting for an answer that never came. Here, the status reaches the one place
-that translates errors (``errors.translate``) inside that very request's error answer
-(``errors.HTTP_STATUS_KEY``): ``HttpStatuses`` ties the status to the request by its
+that translates errors (``foreign_errors.translate``) inside that very request's error answer
+(``foreign_errors.HTTP_STATUS_KEY``): ``HttpStatuses`` ties the status to the request by its
 JSON-RPC id for streamable HTTP; for SSE the response hook answers the request itself
 and lets the POST pass as accepted.
 
@@ -42,7 +42,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY, Code, refusal_data
+from mcp_patchbay.errors import Code, refusal_data
+from mcp_patchbay.foreign_errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import Bounds, request_id_in
 from mcp_patchbay.transports.link import Link
 
@@ -141,9 +142,9 @@ class HttpStatuses:
     """Ties each HTTP error status to the request whose POST got it.
 
     The SDK's streamable-HTTP client answers a request whose POST got an error status with a
-    generic stand-in (``errors.HTTP_STAND_INS``). The response hook notes the status under the
+    generic stand-in (``foreign_errors.HTTP_STAND_INS``). The response hook notes the status under the
     JSON-RPC id of the request in the POST's body; ``stamp`` then puts it into that very
-    request's stand-in answer (``errors.HTTP_STATUS_KEY``), where ``errors.translate`` reads
+    request's stand-in answer (``foreign_errors.HTTP_STATUS_KEY``), where ``foreign_errors.translate`` reads
     it. Two calls in flight on one upstream each get their own status.
     """
 
