@@ -30,7 +30,7 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from mcp_patchbay.config.models import Settings
+from mcp_patchbay.config.settings import Settings
 from mcp_patchbay.errors import Code
 from mcp_patchbay.jsonrpc import Bounds, LineSplitter, Overlong, deeper_than, peek_envelope
 from tests.e2e_util import SERVERS, Rig, proxy_rig

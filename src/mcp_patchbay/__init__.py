@@ -41,7 +41,7 @@ Modules, by what they own:
   completion, logging level, roots), ``exposure`` (what the client lists: every tool, or
   search mode's ``find_tools`` and ``call_tool``), ``status`` (the one owner of the status:
   counts, what a caller may see of it, its resource and tool).
-- Pure cores, values in and out: ``config/`` (the file: models, loading, ``${VAR}``,
+- Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings, loading, ``${VAR}``,
   problem wording, self-reference), ``naming`` (exposed names and resolution),
   ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``name_errors`` (what
   the model is told of a name it got wrong), ``client_limits`` (what clients make of an

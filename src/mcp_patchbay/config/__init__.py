@@ -43,7 +43,11 @@ one thing (a module imports only those listed above it):
   not even pydantic, so code that runs before pydantic is loaded can use it.
 - ``problems``: :class:`ConfigProblem`, :class:`ConfigError`, and how mistakes are
   worded (key paths, quoting, "did you mean", pydantic errors as short messages).
-- ``models``: the pydantic models and dataclasses a loaded config is made of.
+- ``models``: the pydantic models and dataclasses a loaded config is made of (server
+  entries, tool filters, the whole file) and what the models share (``STRICT_MODEL``).
+- ``settings``: ``Settings``, the ``"patchbay"`` object, each key with its default.
+- ``gateway``: ``GatewaySettings``, the ``"gateway"`` object (listening, access rules,
+  OAuth, the gateway's limits).
 - ``jsontext``: the file's text as JSON, remembering keys given more than once.
 - ``variables``: ``${VAR}`` expansion.
 - ``selfref``: whether an entry would launch patchbay itself with this same config.
@@ -70,11 +74,11 @@ if TYPE_CHECKING:
         OAuthSettings,
         RemoteSpec,
         ServerEntry,
-        Settings,
         StdioSpec,
         ToolFilter,
     )
     from mcp_patchbay.config.problems import ConfigError, ConfigProblem
+    from mcp_patchbay.config.settings import Settings
 
 __all__ = [
     "IGNORED_ENTRY_KEYS",
@@ -97,7 +101,7 @@ _MODULE_OF: Final[Mapping[str, str]] = {
     "OAuthSettings": "models",
     "RemoteSpec": "models",
     "ServerEntry": "models",
-    "Settings": "models",
+    "Settings": "settings",
     "StdioSpec": "models",
     "ToolFilter": "models",
     "ConfigError": "problems",

@@ -20,19 +20,15 @@ Read only when the proxy serves over HTTP (stdio ignores it)::
 from __future__ import annotations
 
 import urllib.parse
-from typing import Annotated, Final, Self
+from typing import Annotated, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from mcp_patchbay.config.models import ToolFilter, as_tuple
+from mcp_patchbay.config.models import STRICT_MODEL, Names, ToolFilter, as_tuple
 
 __all__ = ["AccessRule", "GatewayOAuth", "GatewaySettings", "listen_address"]
 
-_MODEL_CONFIG: Final = ConfigDict(
-    frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
-)
 _Text = Annotated[str, Field(min_length=1)]
-_Names = Annotated[tuple[str, ...], BeforeValidator(as_tuple)]
 
 
 def _check_http_url(value: str) -> str:
@@ -59,7 +55,7 @@ def listen_address(value: str, default_host: str = "127.0.0.1") -> tuple[str, in
 class GatewayOAuth(BaseModel, frozen=True):
     """OAuth 2.1 as a resource server: access tokens are JWTs signed by ``issuer``."""
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
     issuer: _Text
     """The authorization server (its ``iss``); also what Protected Resource Metadata names."""
@@ -70,13 +66,13 @@ class GatewayOAuth(BaseModel, frozen=True):
     audience: _Text | None = None
     """The ``aud`` a token must carry; the gateway's ``url`` when absent (RFC 8707)."""
 
-    scopes: _Names = ()
+    scopes: Names = ()
     """Scopes every token must carry (and that metadata advertises)."""
 
     identity_claim: _Text = "sub"
     """The claim that names the person in logs and rules (``email``, ``preferred_username``)."""
 
-    algorithms: _Names = ("RS256", "ES256", "PS256", "EdDSA")
+    algorithms: Names = ("RS256", "ES256", "PS256", "EdDSA")
     """Signature algorithms accepted (never ``none``, never HMAC)."""
 
     @field_validator("issuer", "jwks_url", "audience")
@@ -102,18 +98,18 @@ class AccessRule(BaseModel, frozen=True):
     caller no rule matches sees nothing.
     """
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
-    tokens: _Names = ()
+    tokens: Names = ()
     """Names of ``tokens`` entries this rule applies to."""
 
     claim: _Text | None = None
     """A JWT claim (a string or a list of strings, like ``groups``) ..."""
 
-    values: _Names = ()
+    values: Names = ()
     """... and the values of it this rule applies to."""
 
-    servers: _Names = ("*",)
+    servers: Names = ("*",)
     """Server names (``*`` for every one) the caller may use."""
 
     tools: dict[str, ToolFilter] = Field(default_factory=dict[str, ToolFilter])
@@ -131,7 +127,7 @@ class AccessRule(BaseModel, frozen=True):
 class GatewaySettings(BaseModel, frozen=True):
     """The ``"gateway"`` object of the config file."""
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
     url: _Text | None = None
     """The URL clients reach the gateway at, ``/mcp`` included (behind a load balancer, its
@@ -146,13 +142,13 @@ class GatewaySettings(BaseModel, frozen=True):
     access: Annotated[tuple[AccessRule, ...] | None, BeforeValidator(as_tuple)] = None
     """Who sees what; absent: every admitted caller sees everything."""
 
-    allowed_hosts: _Names = ()
+    allowed_hosts: Names = ()
     """``Host`` values accepted besides the bind address and ``url``'s (DNS-rebinding protection)."""
 
-    allowed_origins: _Names = ()
+    allowed_origins: Names = ()
     """``Origin`` values accepted from browsers besides ``url``'s origin."""
 
-    request_state_keys: _Names = ()
+    request_state_keys: Names = ()
     """Keys sealing 2026-07-28 ``requestState`` (the first seals, all open: rotation).
     Replicas must share them; absent, a key made at start (one replica only)."""
 

@@ -19,8 +19,9 @@ from mcp_patchbay.config.entries import build_entry
 from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
 from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
 from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
-from mcp_patchbay.config.models import Config, ServerEntry, Settings
+from mcp_patchbay.config.models import Config, ServerEntry
 from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
+from mcp_patchbay.config.settings import Settings
 from mcp_patchbay.config.variables import expand_strings
 
 __all__ = ["load_config", "parse_config"]

@@ -1,11 +1,12 @@
 """The config's data model: what a loaded config file is.
 
 ``ToolFilter`` (which tools of a server are served), the two kinds of server entry,
-``StdioSpec`` and ``RemoteSpec`` (on ``SpecBase``, the keys both take), ``Settings``
-(the ``"patchbay"`` object), ``ServerEntry`` (one named entry, valid or not) and
-``Config`` (the whole file). The pydantic models are frozen, strict and reject unknown
-keys; they check single values (a NUL in an argument, a URL without a host, ...).
-How the file's JSON becomes these is ``loading`` and ``entries``.
+``StdioSpec`` and ``RemoteSpec`` (on ``SpecBase``, the keys both take), ``ServerEntry``
+(one named entry, valid or not) and ``Config`` (the whole file). The ``"patchbay"``
+object is ``settings.Settings``, the ``"gateway"`` object ``gateway.GatewaySettings``.
+The pydantic models are frozen, strict and reject unknown keys (``STRICT_MODEL``); they
+check single values (a NUL in an argument, a URL without a host, ...). How the file's JSON
+becomes these is ``loading`` and ``entries``.
 """
 
 from __future__ import annotations
@@ -33,8 +34,20 @@ from mcp_patchbay.config.problems import quote
 
 if TYPE_CHECKING:
     from mcp_patchbay.config.gateway import GatewaySettings
+    from mcp_patchbay.config.settings import Settings
 
-__all__ = ["Config", "RemoteSpec", "ServerEntry", "Settings", "SpecBase", "StdioSpec", "ToolFilter"]
+__all__ = [
+    "STRICT_MODEL",
+    "Config",
+    "Names",
+    "RemoteSpec",
+    "Seconds",
+    "ServerEntry",
+    "SpecBase",
+    "StdioSpec",
+    "ToolFilter",
+    "as_tuple",
+]
 
 
 def as_tuple(value: object) -> object:
@@ -50,12 +63,15 @@ def _compile_patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
-_Names = Annotated[tuple[str, ...], BeforeValidator(as_tuple)]
-_Seconds = Annotated[float, Field(gt=0)]
+Names = Annotated[tuple[str, ...], BeforeValidator(as_tuple)]
+"""A list of strings in the file, held as a tuple (the models are frozen and compare by value)."""
+Seconds = Annotated[float, Field(gt=0)]
+"""A duration in the file: seconds, more than 0."""
 
-_MODEL_CONFIG: Final = ConfigDict(
+STRICT_MODEL: Final = ConfigDict(
     frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
 )
+"""Every model of the file: frozen, strict, unknown keys refused, each key's docstring its description."""
 
 
 class _CompiledFilter:
@@ -86,15 +102,15 @@ class ToolFilter(BaseModel, frozen=True):
     matched case-sensitively against the whole name. ``deny`` wins over ``allow``.
     """
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
     allow: Annotated[tuple[str, ...] | None, BeforeValidator(as_tuple)] = None
     """Only tools matching one of these are served; ``None`` (absent) allows every tool."""
 
-    deny: _Names = ()
+    deny: Names = ()
     """Tools matching one of these are never served."""
 
-    always_list: _Names = ()
+    always_list: Names = ()
     """In search mode (``patchbay.expose``), tools matching one of these are listed to the
     client beside ``find_tools`` and ``call_tool``; ``["*"]`` lists the whole server."""
 
@@ -142,12 +158,12 @@ def _check_text(value: str, what: str = "value") -> str:
 class SpecBase(BaseModel, frozen=True):
     """The keys every server entry takes, whatever its transport."""
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
-    timeout: _Seconds | None = None
+    timeout: Seconds | None = None
     """Seconds a tool call may take (overrides ``patchbay.timeout``)."""
 
-    tool_timeouts: dict[str, _Seconds] = Field(default_factory=dict[str, float])
+    tool_timeouts: dict[str, Seconds] = Field(default_factory=dict[str, float])
     """Per-tool overrides of ``timeout``: ``{upstream tool name: seconds}``."""
 
     tools: ToolFilter = ToolFilter()
@@ -170,7 +186,7 @@ class StdioSpec(SpecBase, frozen=True):
     command: str
     """The executable to run (looked up on PATH)."""
 
-    args: _Names = ()
+    args: Names = ()
     """Command line arguments."""
 
     env: dict[str, str] = Field(default_factory=dict[str, str])
@@ -223,7 +239,7 @@ def _oauth_form(value: object) -> str:
 class OAuthSettings(BaseModel, frozen=True):
     """The ``oauth`` object of a remote server's entry."""
 
-    model_config = _MODEL_CONFIG
+    model_config = STRICT_MODEL
 
     client_id: Annotated[str, Field(min_length=1)] | None = None
     """A client registered with the authorization server beforehand (no dynamic registration)."""
@@ -313,139 +329,6 @@ class RemoteSpec(SpecBase, frozen=True):
             if any(c in text for c in "\x00\r\n"):
                 raise ValueError(f"the value of header {quote(name)} must not contain line breaks or NUL")
         return value
-
-
-class Settings(BaseModel, frozen=True):
-    """Proxy-wide settings: the optional ``"patchbay"`` object of the config file."""
-
-    model_config = _MODEL_CONFIG
-
-    timeout: _Seconds = 50.0
-    """Default seconds a tool call may take, below the 60 s after which common clients give up."""
-
-    max_call_time: _Seconds = 300.0
-    """Progress notifications from the server may extend a call up to this many seconds."""
-
-    connect_timeout: _Seconds = 30.0
-    """Seconds to launch or connect to a server and complete ``initialize``."""
-
-    startup_wait: Annotated[float, Field(ge=0)] = 10.0
-    """Seconds the proxy waits for servers at start before answering with those that are up."""
-
-    separator: str = "__"
-    """Between server and tool name in exposed names (``github__create_issue``): letters, digits, ``_``, ``-``."""
-
-    max_name_length: Annotated[int, Field(ge=16, le=64)] = 48
-    """Longest exposed tool name.
-
-    Claude and OpenAI reject tool names over 64 characters, and Claude Code exposes a
-    tool as ``mcp__<its name for patchbay>__<tool>``: 64 - len("mcp__") - len("__") -
-    len("patchbay") = 49, so 48 leaves room for a client-side name of up to 9
-    characters. Cursor caps server name + tool name at 60.
-    """
-
-    registered_as: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-    """The name the client knows the proxy by (``claude mcp add NAME``). Clients prefix tool
-    names with it (Claude Code sends ``mcp__NAME__tool``, limit 64), so when it is set the
-    exposed names are shortened to fit every known client; ``check`` warns of any that do not."""
-
-    expose: Literal["all", "search", "auto"] = "auto"
-    """How the upstreams' tools reach the client. ``"all"``: every tool is listed.
-    ``"search"``: the client lists ``patchbay__find_tools`` and ``patchbay__call_tool`` (plus
-    tools kept listed with ``tools.always_list``), finds tools by searching and calls them
-    by name as data. ``"auto"``: search once the catalog has more than ``search_threshold``
-    tools."""
-
-    search_threshold: Annotated[int, Field(ge=0)] = 40
-    """With ``expose: "auto"``, the number of tools above which search mode is used. 40: Cursor
-    long capped the tools it sends at 40, Copilot CLI switches to tool search at about 30,
-    and Claude Code when tools pass 10% of the context (about 20,000 tokens of a 200k
-    context, some 40 to 80 typical tool definitions)."""
-
-    call_tool: bool = False
-    """In ``expose: "all"`` mode, also list ``patchbay__call_tool``, for clients that refuse a
-    tool name they did not list (the name then travels as data and gets the proxy's forgiving
-    resolution)."""
-
-    unknown_tool: Literal["result", "error"] = "result"
-    """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
-
-    validate_arguments: bool = True
-    """Check call arguments against the tool's ``inputSchema`` before forwarding."""
-
-    max_result_bytes: Annotated[int, Field(ge=1)] = 1_048_576
-    """Results larger than this are truncated."""
-
-    max_message_bytes: Annotated[int, Field(ge=65_536)] = 33_554_432
-    """Longest message (one line on stdio) taken from the client or an upstream: 32 MiB, room
-    for a large file passed as an argument or a resource of some megabytes in base64. A longer
-    one is skipped before it is parsed, costing no more memory than this; the request it
-    carries, or the call it answers, gets an error that says so."""
-
-    max_json_depth: Annotated[int, Field(ge=8, le=500)] = 100
-    """Deepest nesting of arrays and objects taken in a message from the client or an upstream.
-    Real tool arguments and schemas nest a few tens deep; past some hundreds, parsing and
-    schema checks run out of Python's stack. A deeper message is refused like one too long."""
-
-    status_tool: bool = False
-    """Serve a ``patchbay__status`` tool reporting the state of every server."""
-
-    max_concurrency: Annotated[int, Field(ge=1)] = 16
-    """Calls in flight at once to one server."""
-
-    queue_timeout: Annotated[float, Field(ge=0)] = 10.0
-    """Seconds a call may wait for a concurrency slot before failing."""
-
-    breaker_threshold: Annotated[int, Field(ge=1)] = 5
-    """Consecutive failures after which a server's circuit breaker opens."""
-
-    breaker_cooldown: _Seconds = 30.0
-    """Seconds an open breaker waits before letting a trial call through."""
-
-    retry_attempts: Annotated[int, Field(ge=0)] = 2
-    """Extra attempts for calls that are safe to retry (never delivered, or read-only)."""
-
-    retry_backoff: Annotated[float, Field(ge=0)] = 0.2
-    """Base delay in seconds between retries (doubled each attempt)."""
-
-    restart_initial_delay: _Seconds = 1.0
-    """Seconds before the first restart of a server that exited or disconnected."""
-
-    restart_max_delay: _Seconds = 60.0
-    """Upper bound of the growing delay between restarts."""
-
-    watch: bool = True
-    """Reload the config when the file changes."""
-
-    open_browser: bool = True
-    """When a call needs a server the user has not signed in to, open the sign-in page in the
-    browser (the answer asks the model to have the user finish it); ``false``: the answer names
-    the ``mcp-patchbay login`` command instead."""
-
-    @field_validator("registered_as")
-    @classmethod
-    def _check_registered_as(cls, value: str | None) -> str | None:
-        if value is not None and (value != value.strip() or any(c.isspace() or not c.isprintable() for c in value)):
-            raise ValueError("expected the name the client registered the proxy under, without spaces")
-        return value
-
-    @field_validator("separator")
-    @classmethod
-    def _check_separator(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", value):
-            raise ValueError("expected 1 to 8 letters, digits, '_' or '-'")
-        return value
-
-    @model_validator(mode="after")
-    def _check_ranges(self) -> Self:
-        if self.max_call_time < self.timeout:
-            raise ValueError(f"max_call_time ({self.max_call_time:g}) must be at least timeout ({self.timeout:g})")
-        if self.restart_max_delay < self.restart_initial_delay:
-            raise ValueError(
-                f"restart_max_delay ({self.restart_max_delay:g}) must be at least "
-                f"restart_initial_delay ({self.restart_initial_delay:g})"
-            )
-        return self
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""The ``"patchbay"`` object of the config file: proxy-wide settings, each with its default.
+
+Every key's docstring is its description (the README's settings table says the same); a
+value out of range is refused with the key's name by ``loading``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from mcp_patchbay.config.models import STRICT_MODEL, Seconds
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseModel, frozen=True):
+    """Proxy-wide settings: the optional ``"patchbay"`` object of the config file."""
+
+    model_config = STRICT_MODEL
+
+    timeout: Seconds = 50.0
+    """Default seconds a tool call may take, below the 60 s after which common clients give up."""
+
+    max_call_time: Seconds = 300.0
+    """Progress notifications from the server may extend a call up to this many seconds."""
+
+    connect_timeout: Seconds = 30.0
+    """Seconds to launch or connect to a server and complete ``initialize``."""
+
+    startup_wait: Annotated[float, Field(ge=0)] = 10.0
+    """Seconds the proxy waits for servers at start before answering with those that are up."""
+
+    separator: str = "__"
+    """Between server and tool name in exposed names (``github__create_issue``): letters, digits, ``_``, ``-``."""
+
+    max_name_length: Annotated[int, Field(ge=16, le=64)] = 48
+    """Longest exposed tool name.
+
+    Claude and OpenAI reject tool names over 64 characters, and Claude Code exposes a
+    tool as ``mcp__<its name for patchbay>__<tool>``: 64 - len("mcp__") - len("__") -
+    len("patchbay") = 49, so 48 leaves room for a client-side name of up to 9
+    characters. Cursor caps server name + tool name at 60.
+    """
+
+    registered_as: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """The name the client knows the proxy by (``claude mcp add NAME``). Clients prefix tool
+    names with it (Claude Code sends ``mcp__NAME__tool``, limit 64), so when it is set the
+    exposed names are shortened to fit every known client; ``check`` warns of any that do not."""
+
+    expose: Literal["all", "search", "auto"] = "auto"
+    """How the upstreams' tools reach the client. ``"all"``: every tool is listed.
+    ``"search"``: the client lists ``patchbay__find_tools`` and ``patchbay__call_tool`` (plus
+    tools kept listed with ``tools.always_list``), finds tools by searching and calls them
+    by name as data. ``"auto"``: search once the catalog has more than ``search_threshold``
+    tools."""
+
+    search_threshold: Annotated[int, Field(ge=0)] = 40
+    """With ``expose: "auto"``, the number of tools above which search mode is used. 40: Cursor
+    long capped the tools it sends at 40, Copilot CLI switches to tool search at about 30,
+    and Claude Code when tools pass 10% of the context (about 20,000 tokens of a 200k
+    context, some 40 to 80 typical tool definitions)."""
+
+    call_tool: bool = False
+    """In ``expose: "all"`` mode, also list ``patchbay__call_tool``, for clients that refuse a
+    tool name they did not list (the name then travels as data and gets the proxy's forgiving
+    resolution)."""
+
+    unknown_tool: Literal["result", "error"] = "result"
+    """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
+
+    validate_arguments: bool = True
+    """Check call arguments against the tool's ``inputSchema`` before forwarding."""
+
+    max_result_bytes: Annotated[int, Field(ge=1)] = 1_048_576
+    """Results larger than this are truncated."""
+
+    max_message_bytes: Annotated[int, Field(ge=65_536)] = 33_554_432
+    """Longest message (one line on stdio) taken from the client or an upstream: 32 MiB, room
+    for a large file passed as an argument or a resource of some megabytes in base64. A longer
+    one is skipped before it is parsed, costing no more memory than this; the request it
+    carries, or the call it answers, gets an error that says so."""
+
+    max_json_depth: Annotated[int, Field(ge=8, le=500)] = 100
+    """Deepest nesting of arrays and objects taken in a message from the client or an upstream.
+    Real tool arguments and schemas nest a few tens deep; past some hundreds, parsing and
+    schema checks run out of Python's stack. A deeper message is refused like one too long."""
+
+    status_tool: bool = False
+    """Serve a ``patchbay__status`` tool reporting the state of every server."""
+
+    max_concurrency: Annotated[int, Field(ge=1)] = 16
+    """Calls in flight at once to one server."""
+
+    queue_timeout: Annotated[float, Field(ge=0)] = 10.0
+    """Seconds a call may wait for a concurrency slot before failing."""
+
+    breaker_threshold: Annotated[int, Field(ge=1)] = 5
+    """Consecutive failures after which a server's circuit breaker opens."""
+
+    breaker_cooldown: Seconds = 30.0
+    """Seconds an open breaker waits before letting a trial call through."""
+
+    retry_attempts: Annotated[int, Field(ge=0)] = 2
+    """Extra attempts for calls that are safe to retry (never delivered, or read-only)."""
+
+    retry_backoff: Annotated[float, Field(ge=0)] = 0.2
+    """Base delay in seconds between retries (doubled each attempt)."""
+
+    restart_initial_delay: Seconds = 1.0
+    """Seconds before the first restart of a server that exited or disconnected."""
+
+    restart_max_delay: Seconds = 60.0
+    """Upper bound of the growing delay between restarts."""
+
+    watch: bool = True
+    """Reload the config when the file changes."""
+
+    open_browser: bool = True
+    """When a call needs a server the user has not signed in to, open the sign-in page in the
+    browser (the answer asks the model to have the user finish it); ``false``: the answer names
+    the ``mcp-patchbay login`` command instead."""
+
+    @field_validator("registered_as")
+    @classmethod
+    def _check_registered_as(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(c.isspace() or not c.isprintable() for c in value)):
+            raise ValueError("expected the name the client registered the proxy under, without spaces")
+        return value
+
+    @field_validator("separator")
+    @classmethod
+    def _check_separator(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", value):
+            raise ValueError("expected 1 to 8 letters, digits, '_' or '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> Self:
+        if self.max_call_time < self.timeout:
+            raise ValueError(f"max_call_time ({self.max_call_time:g}) must be at least timeout ({self.timeout:g})")
+        if self.restart_max_delay < self.restart_initial_delay:
+            raise ValueError(
+                f"restart_max_delay ({self.restart_max_delay:g}) must be at least "
+                f"restart_initial_delay ({self.restart_initial_delay:g})"
+            )
+        return self
