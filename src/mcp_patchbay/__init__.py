@@ -76,6 +76,14 @@ two ambient values left: ``rounds.CURRENT`` (the suspended call a question belon
 only in the task ``Rounds.start`` runs) and the SDK's access token (set by its sign-in
 middleware; the gateway's access rules and ``client_channel`` read it).
 
+Names kept, though a newcomer may not guess them: ``rounds`` is the 2026-07-28
+specification's own word for a call that asks the client something and resumes (its
+multi-round-trip requests); ``lane`` (the client's side) and ``rawcalls`` (the upstream's
+side) are the two halves of the fast path, named so in ``docs/PERFORMANCE.md`` and the
+benchmarks' variants, "raw" meaning JSON values never made into pydantic models;
+``client_wire`` is the bytes on our stdin and stdout, ``client_channel`` the requests
+upstreams send back to a client. Each module's first docstring line says the same.
+
 The event loop: the proxy runs on asyncio, through anyio's asyncio backend. Most code
 is written against anyio (task groups, cancel scopes, memory streams), but the hot
 paths use asyncio directly where anyio has no equivalent or costs a thread hop:
