@@ -83,6 +83,37 @@ def test_bad_combinations_are_clear_errors(argv: list[str], message: str, capsys
     assert f"mcp-patchbay: {message}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["chek", "/a.json"], "unknown command 'chek' (and no file of that name): did you mean 'check'?"),
+        (["frobnicate"], "unknown command 'frobnicate' (and no file of that name): the commands are serve,"),
+        (["instal"], "unknown command 'instal' (and no file of that name): did you mean 'install'?"),
+    ],
+)
+def test_an_unknown_command_is_named_with_a_did_you_mean(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == cli.EXIT_CONFIG
+    assert capsys.readouterr().err.startswith(f"mcp-patchbay: {message}")
+
+
+def test_a_file_named_like_a_command_word_is_still_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").write_text("{}")
+    assert cli.parse_options(["mine"], environ={}).config == "mine"
+
+
+def test_without_any_config_the_default_one_is_used_when_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert cli.parse_options([], environ={}).config is None
+    (tmp_path / "mcp-patchbay").mkdir()
+    (tmp_path / "mcp-patchbay" / "config.json").write_text("{}")
+    assert cli.parse_options(["check"], environ={}).config == str(tmp_path / "mcp-patchbay" / "config.json")
+
+
 def test_the_log_level_from_patchbay_log_level_and_the_flag_wins() -> None:
     assert cli.parse_options(["/a.json"], environ={}).level is None
     assert cli.parse_options(["/a.json"], environ={"PATCHBAY_LOG_LEVEL": "info"}).level == "INFO"

@@ -30,7 +30,14 @@ import sys
 from pathlib import Path
 
 from mcp_patchbay.cli.logs import setup_logging
-from mcp_patchbay.cli.options import EXIT_CONFIG, NAMED_COMMANDS, Options, UsageError, parse_options
+from mcp_patchbay.cli.options import (
+    EXIT_CONFIG,
+    NAMED_COMMANDS,
+    OWN_PARSER_COMMANDS,
+    Options,
+    UsageError,
+    parse_options,
+)
 from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle
 
 # Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
@@ -47,6 +54,13 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     teardown of the SDK's and pydantic's heap (a quarter to half a second on a busy
     machine, while the client may be counting down to SIGKILL).
     """
+    words = sys.argv[1:] if argv is None else argv
+    if words and words[0] in OWN_PARSER_COMMANDS:
+        import importlib
+
+        module = importlib.import_module(OWN_PARSER_COMMANDS[words[0]])
+        code: int = module.run(words[0], words[1:])
+        return code
     try:
         options = parse_options(argv)
     except UsageError as exc:
@@ -56,7 +70,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     if not path:
         print(
             "mcp-patchbay: no config file: pass it as an argument (mcp-patchbay /path/to/patchbay.json), "
-            "or --config PATH, or set PATCHBAY_CONFIG",
+            "or --config PATH, or set PATCHBAY_CONFIG; or run 'mcp-patchbay import' to gather the servers "
+            "of your MCP clients into the default config",
             file=sys.stderr,
         )
         return EXIT_CONFIG

@@ -16,6 +16,16 @@ EXIT_CONFIG = 2
 COMMANDS = ("serve", "check", "login", "logout")
 NAMED_COMMANDS = ("login", "logout")
 """Commands that take a server's name before the config."""
+OWN_PARSER_COMMANDS: dict[str, str] = {
+    "import": "mcp_patchbay.cli.importing",
+    "install": "mcp_patchbay.cli.install",
+    "uninstall": "mcp_patchbay.cli.install",
+    "tools": "mcp_patchbay.cli.tools",
+    "call": "mcp_patchbay.cli.tools",
+}
+"""Commands that read their own arguments (the first word of the command line names them),
+to the module whose ``run(command, argv)`` runs them."""
+ALL_COMMANDS = (*COMMANDS, *OWN_PARSER_COMMANDS)
 DEFAULT_STDERR_LEVEL = "WARNING"
 """What a client's log gets: problems only (a healthy start writes nothing to stderr)."""
 DEFAULT_FILE_LEVEL = "INFO"
@@ -51,11 +61,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-patchbay",
         usage=(
-            "mcp-patchbay [serve|check] [CONFIG] [options]\n       mcp-patchbay login|logout SERVER [CONFIG] [options]"
+            "mcp-patchbay [serve|check] [CONFIG] [options]\n"
+            "       mcp-patchbay login|logout SERVER [CONFIG] [options]\n"
+            "       mcp-patchbay import|install|uninstall|tools|call ... (each with its own --help)"
         ),
         description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over "
-        "stdio (or, with serve --http, over streamable HTTP to many clients).",
-        epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG.",
+        "stdio (or, with serve --http, over streamable HTTP to many clients). import gathers the servers of "
+        "your MCP clients into one config; install registers the proxy in a client; tools and call list and "
+        "call its tools from the terminal.",
+        epilog="CONFIG may come as the positional argument, as --config, or as $PATCHBAY_CONFIG; without any, "
+        "the config import writes (mcp-patchbay import --help says where) is used when it exists.",
     )
     parser.add_argument(
         "words",
@@ -106,6 +121,8 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
         if not words:
             raise UsageError(f"{command} needs the server's name: mcp-patchbay {command} SERVER [CONFIG]")
         server = words.pop(0)
+    if words and command == "serve" and words[0] not in ALL_COMMANDS and _looks_like_command(words[0]):
+        raise UsageError(unknown_command(words[0]))
     if len(words) > 1:
         raise UsageError(f"one config file at most, got {len(words)}: {' '.join(words)}")
     if words and words[0] in COMMANDS:
@@ -113,7 +130,7 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
     path: str | None = words[0] if words else None
     if path is not None and args.config is not None and not _same_file(path, args.config):
         raise UsageError(f"two different config files: {path} (positional) and {args.config} (--config)")
-    path = path or args.config or environ.get("PATCHBAY_CONFIG") or None
+    path = path or args.config or environ.get("PATCHBAY_CONFIG") or default_config_if_any()
     level: str | None = args.log_level
     source = "--log-level"
     if level is None and environ.get("PATCHBAY_LOG_LEVEL"):
@@ -152,3 +169,30 @@ def _same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
     except OSError:
         return a == b
+
+
+def default_config_if_any() -> str | None:
+    """The user's default config (``places.default_config``, which ``import`` writes) when it exists."""
+    from mcp_patchbay import places
+
+    path = places.default_config()
+    return str(path) if path.is_file() else None
+
+
+def _looks_like_command(word: str) -> bool:
+    """A first word that is no file and reads as a word, not a path: a command mistyped."""
+    if Path(word).exists() or any(c in word for c in "/\\.:~$"):
+        return False
+    return word.replace("-", "").isalnum()
+
+
+def unknown_command(word: str) -> str:
+    """What the user is told of a first word that is neither a command nor a file."""
+    import difflib
+
+    close = difflib.get_close_matches(word, ALL_COMMANDS, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return (
+        f"unknown command '{word}' (and no file of that name): {hint}"
+        f"the commands are {', '.join(ALL_COMMANDS)}; mcp-patchbay --help says more"
+    )

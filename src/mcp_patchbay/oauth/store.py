@@ -25,14 +25,12 @@ from pydantic import ValidationError
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 
-APP_NAME = "mcp-patchbay"
-
 
 def data_dir() -> Path:
-    """The folder of stored sign-ins (platformdirs, imported only when a sign-in is used)."""
-    import platformdirs
+    """The folder of stored sign-ins, in the proxy's data folder (``places``)."""
+    from mcp_patchbay import places
 
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "oauth"
+    return places.data_dir() / "oauth"
 
 
 def file_for(server_url: str, folder: Path | None = None) -> Path:
