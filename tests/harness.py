@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
 from mcp import Client
 from mcp.server.context import ServerRequestContext
@@ -40,6 +41,15 @@ def error_info(result: types.CallToolResult) -> dict[str, Any]:
     assert result.is_error, result
     assert result.structured_content is not None, result
     return result.structured_content["error"]
+
+
+async def until(condition: Callable[[], object], *, within: float = 5.0) -> None:
+    """Return once ``condition()`` holds, checked at each pass of the event loop (not on a timer:
+    for what other tasks are about to do; a wait on a clock waits on an event); TimeoutError
+    after ``within`` seconds."""
+    with anyio.fail_after(within):
+        while not condition():
+            await anyio.lowlevel.checkpoint()
 
 
 @dataclass

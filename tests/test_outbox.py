@@ -12,6 +12,7 @@ import pytest
 from mcp.server.connection import Connection
 
 from mcp_patchbay.outbox import WARNINGS_PER_MINUTE, Outboxes
+from tests.harness import until
 
 pytestmark = pytest.mark.anyio
 
@@ -69,9 +70,7 @@ async def test_notices_are_sent_in_order_and_a_change_already_queued_is_not_queu
         outboxes.post(as_connection(slow), LOG, {"level": "info", "data": "one"})
         outboxes.post(as_connection(slow), LOG, {"level": "info", "data": "one"})  # log messages are all kept
         slow.reading.set()
-        with anyio.fail_after(5):
-            while outboxes.senders:
-                await anyio.sleep(0.01)
+        await until(lambda: not outboxes.senders)  # every notice written, the sender gone
         tg.cancel_scope.cancel()
     assert [(m, (p or {}).get("uri") or (p or {}).get("data")) for m, p in slow.sent] == [
         (UPDATED, "a"),
@@ -147,16 +146,22 @@ async def test_progress_is_posted_the_latest_value_waits_and_a_client_that_reads
             for n in range(1000):
                 await post(float(n), 1000.0, None)
         reading.set()
-        with anyio.fail_after(5):
-            while not written or written[-1] != 999.0:
-                await anyio.sleep(0.01)
+        await until(lambda: written and written[-1] == 999.0)
         assert len(written) <= 2  # at most the one being written, then the latest: not a thousand
 
-        stuck = outboxes.progress(lambda *values: anyio.sleep_forever())  # pyright: ignore[reportArgumentType]
+        given_up = anyio.Event()
+
+        async def never_read(progress: float, total: float | None, message: str | None) -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                given_up.set()  # send_timeout passed: the outbox cancelled this write
+
+        stuck = outboxes.progress(never_read)
         await stuck(1.0, None, None)
         with anyio.fail_after(5):
-            while outboxes.stopped_progress.quieted == 0 and not _stopped(stuck):
-                await anyio.sleep(0.05)
+            await given_up.wait()  # send_timeout (0.2 s) of a client reading nothing: the scenario itself
+        await until(lambda: _stopped(stuck))
         await stuck(2.0, None, None)  # after send_timeout, nothing more is sent
         assert _stopped(stuck)
         tg.cancel_scope.cancel()
