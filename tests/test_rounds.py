@@ -34,6 +34,7 @@ from tests.harness import (
     result_text,
     running_proxy,
     text,
+    until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -394,6 +395,14 @@ def _slow_config(**gateway: Any) -> Config:
     return config_from(servers, {"watch": False, "queue_timeout": 0}, gateway=gateway)
 
 
+async def _suspended_calls_ended(rounds: Rounds) -> None:
+    """Until every call suspended now has ended, woken by each call's own change (its end is
+    one), not polled: what ends them is their deadline passing, the scenario itself."""
+    for exchange in list(rounds.suspended.values()):
+        while exchange.outcome is None:
+            await exchange.changed()
+
+
 async def test_suspended_calls_that_are_never_resumed_free_their_slots_at_their_deadline() -> None:
     """Issue 20: a 2026 client that starts calls asking for input (an elicitation) and never
     resumes them held the server's concurrency slots past the call's timeout (the deadline was
@@ -411,8 +420,8 @@ async def test_suspended_calls_that_are_never_resumed_free_their_slots_at_their_
                 assert isinstance(first, types.InputRequiredResult)
             assert upstream.bulkhead.in_flight == 2
             with anyio.fail_after(5):  # the deadline (0.5 s) passes while they wait: the slots are freed
-                while upstream.bulkhead.in_flight:
-                    await anyio.sleep(0.05)
+                await _suspended_calls_ended(proxy.rounds)
+                await until(lambda: not upstream.bulkhead.in_flight)
             assert upstream.bulkhead.in_flight == 0
 
         async def answer(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -442,8 +451,8 @@ async def test_a_member_holds_at_most_its_quota_of_suspended_calls() -> None:
         # Until mallory's suspended call ends (its 0.5 s deadline), a question from the server could be
         # hers or another member's, and is put to no one; then another member is served in full.
         with anyio.fail_after(5):
-            while proxy.rounds.waiting("mallory") or upstream.bulkhead.in_flight:
-                await anyio.sleep(0.02)
+            await _suspended_calls_ended(proxy.rounds)
+            await until(lambda: not proxy.rounds.waiting("mallory") and not upstream.bulkhead.in_flight)
         other = types.Implementation(name="bea", version="1")
         async with modern_client(proxy, sampling_callback=sampler("for bea"), client_info=other) as bea:
             assert result_text(await bea.call_tool("ask__sample", {})) == "for bea"
@@ -468,9 +477,7 @@ async def test_a_call_whose_client_hung_up_before_its_input_required_was_written
             first = await c.session.call_tool("ask__sample", {}, allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult)
             assert proxy.rounds.suspended == {}
-            with anyio.fail_after(5):
-                while upstream.bulkhead.in_flight:
-                    await anyio.sleep(0.01)
+            await until(lambda: not upstream.bulkhead.in_flight)  # the call ended at once, its slot freed
 
 
 async def test_hung_up_reads_the_starlette_request() -> None:
