@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -379,6 +380,37 @@ def test_entry_names_are_any_non_empty_string() -> None:
     assert all(e.problem is None for e in config.servers)
 
 
+# --- a client's own file -------------------------------------------------------------------
+
+
+def test_a_client_file_is_read_for_its_servers_and_its_own_keys_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Claude Desktop's file as it is: its servers served, its other keys ignored with an INFO line."""
+    path = tmp_path / "claude_desktop_config.json"
+    path.write_text(
+        json.dumps(
+            {
+                "globalShortcut": "Ctrl+Space",
+                "preferences": {"quickEntryShortcut": "off"},
+                "mcpServers": {"time": {"command": "mcp-server-time"}},
+            }
+        )
+    )
+    with caplog.at_level(logging.INFO, logger="mcp_patchbay.config"):
+        config = load_config(path)
+    assert [entry.name for entry in config.servers] == ["time"]
+    assert config.ignored_keys == ("globalShortcut", "preferences")
+    assert "ignoring top-level keys that are not patchbay's (a client's own settings): globalShortcut, preferences" in (
+        caplog.text
+    )
+
+
+def test_our_own_keys_misspelt_at_the_top_still_fail() -> None:
+    with pytest.raises(ConfigError, match="unknown top-level key 'mcpServer' \\(did you mean 'mcpServers'\\?\\)"):
+        parse_config('{"mcpServer": {"a": {"command": "x"}}, "globalShortcut": ""}', Path("/c.json"), {})
+
+
 # --- fatal errors ------------------------------------------------------------------------
 
 
@@ -394,7 +426,7 @@ def test_entry_names_are_any_non_empty_string() -> None:
         ('{"mcpservers": {}}', "", "unknown top-level key 'mcpservers' (did you mean 'mcpServers'?)"),
         ('{"github": {"command": "x"}}', "", "unknown top-level key 'github': server entries go inside 'mcpServers'"),
         ('{"mcp": {"servers": {}}}', "", "unknown top-level key 'mcp' (VS Code's settings.json shape)"),
-        ('{"zzz": 1}', "", "unknown top-level key 'zzz'"),
+        ('{"gatway": {}}', "", "unknown top-level key 'gatway' (did you mean 'gateway'?)"),
         ('{"mcpServers": []}', "mcpServers", "expected an object mapping server names to entries"),
         ('{"servers": null}', "servers", "expected an object"),
         ('{"patchbay": 5}', "patchbay", "expected an object"),

@@ -1,14 +1,17 @@
 """Loading the config file: reading it, its top level, and the ``Config`` it makes.
 
 :func:`load_config` reads the file; :func:`parse_config` takes its text: JSON
-(``jsontext``), the top-level keys, the ``"patchbay"`` settings, and the server entries
-of both shapes, ``mcpServers`` then ``servers``, each built by ``entries``. A mistake
-in the file as a whole is collected with the others and raised as one
+(``jsontext``), the top-level keys, the ``"patchbay"`` settings, and the server entries of
+both shapes, ``mcpServers`` then ``servers``, each built by ``entries``. A top-level key
+that is not ours is a mistake when it reads as one of ours (misspelt, VS Code's ``mcp``
+wrapper, an entry out of place), else a client's own, ignored: a client's file can be used
+as it is. A mistake in the file as a whole is collected with the others and raised as one
 :class:`ConfigError`; a mistake inside an entry only disables that entry.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,14 +29,20 @@ from mcp_patchbay.config.variables import expand_strings
 
 __all__ = ["load_config", "parse_config"]
 
+logger = logging.getLogger("mcp_patchbay.config")
 
-def _top_level_problem(key: str, value: object) -> ConfigProblem:
+
+def _top_level_problem(key: str, value: object) -> ConfigProblem | None:
+    """A top-level key that is not ours: a mistake when it reads as one of ours (misspelt, VS Code's
+    ``mcp`` wrapper, a server entry out of place); else None, a client's own key, ignored."""
     if key == "mcp" and isinstance(value, dict):
         message = "unknown top-level key 'mcp' (VS Code's settings.json shape): move its 'servers' to the top level"
     elif isinstance(value, dict) and ("command" in value or "url" in value):
         message = f"unknown top-level key {quote(key)}: server entries go inside 'mcpServers'"
+    elif hint := did_you_mean(key, TOP_LEVEL_KEYS):
+        message = f"unknown top-level key {quote(key)}{hint}"
     else:
-        message = f"unknown top-level key {quote(key)}{did_you_mean(key, TOP_LEVEL_KEYS)}"
+        return None
     return ConfigProblem("", message)
 
 
@@ -51,7 +60,15 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
     fatal: list[ConfigProblem] = [
         ConfigProblem(key_path(key), "key given more than once") for key in data.duplicates if key in TOP_LEVEL_KEYS
     ]
-    fatal.extend(_top_level_problem(key, value) for key, value in data.items() if key not in TOP_LEVEL_KEYS)
+    ignored: list[str] = []
+    for key, value in data.items():
+        if key in TOP_LEVEL_KEYS:
+            continue
+        problem = _top_level_problem(key, value)
+        if problem is None:
+            ignored.append(key)
+        else:
+            fatal.append(problem)
 
     settings = Settings()
     raw_settings = data.get("patchbay")
@@ -92,7 +109,7 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
 
     if fatal:
         raise ConfigError.from_problems(path, fatal)
-    return Config(path=path, settings=settings, servers=tuple(entries), gateway=gateway)
+    return Config(path=path, settings=settings, servers=tuple(entries), gateway=gateway, ignored_keys=tuple(ignored))
 
 
 def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem]) -> GatewaySettings | None:
@@ -119,7 +136,8 @@ def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
-    """Read and parse the config file at ``path``. Raises ConfigError."""
+    """Read and parse the config file at ``path``; a client's own top-level keys (Claude Desktop's
+    ``globalShortcut``, ``preferences``) are ignored with an INFO line. Raises ConfigError."""
     path = Path(path).absolute()
     try:
         text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
@@ -129,4 +147,11 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> C
         raise ConfigError(path, "", f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     except OSError as exc:
         raise ConfigError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
-    return parse_config(text, path, environ)
+    config = parse_config(text, path, environ)
+    if config.ignored_keys:
+        logger.info(
+            "%s: ignoring top-level keys that are not patchbay's (a client's own settings): %s",
+            path,
+            ", ".join(config.ignored_keys),
+        )
+    return config

@@ -175,6 +175,9 @@ class SpecBase(BaseModel, frozen=True):
     max_concurrency: Annotated[int, Field(ge=1)] | None = None
     """Calls in flight at once to this server (overrides ``patchbay.max_concurrency``)."""
 
+    origin: str | None = None
+    """Where the entry came from, for people (``import`` writes the client and its file); ``check`` shows it."""
+
     # Hashable by value although some fields are dicts (the models are frozen).
     def __hash__(self) -> int:
         return hash((type(self), *(_freeze(v) for v in self.__dict__.values())))
@@ -364,3 +367,6 @@ class Config:
 
     gateway: GatewaySettings | None = None
     """The ``"gateway"`` object (HTTP serving), when the file has one."""
+
+    ignored_keys: tuple[str, ...] = ()
+    """Top-level keys that are not patchbay's, ignored: a client's own (Claude Desktop's ``globalShortcut``)."""
