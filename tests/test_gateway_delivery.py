@@ -12,8 +12,8 @@ import asyncio
 import json
 import logging
 import socket
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
 import anyio
@@ -24,7 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.harness import FakeTool, MemoryUpstreams, make_server, text
+from tests.harness import FakeTool, MemoryUpstreams, make_server, text, until
 from tests.test_gateway import ALICE, BOB, client, gateway_config, running
 
 pytestmark = pytest.mark.anyio
@@ -146,6 +146,30 @@ async def stuck_get_stream(host: str, port: int, session: str) -> AsyncGenerator
         sock.close()
 
 
+class _Logged(logging.Handler):
+    """An event set once a record whose message holds ``text`` is logged (in the loop's thread)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.event = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+@contextmanager
+def logged(logger: str, text: str) -> Iterator[anyio.Event]:
+    """An event set when ``logger`` logs a message holding ``text``."""
+    handler = _Logged(text)
+    logging.getLogger(logger).addHandler(handler)
+    try:
+        yield handler.event
+    finally:
+        logging.getLogger(logger).removeHandler(handler)
+
+
 async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no_other(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -175,25 +199,23 @@ async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no
             ):
                 await normal.list_tools()
                 tasks_before = len(asyncio.all_tasks())
-                with anyio.fail_after(10):
+                with anyio.fail_after(10), logged("mcp_patchbay.outbox", f"closing session {session}") as closing:
                     # 2,000 updates of 8 KB (16 MB) for a client that reads none of them.
                     await normal.call_tool("notes__burst", {"updates": 2000})
                     await told.wait()  # the other session hears of the change all the same
-                    while session in gateway.manager._server_instances:  # pyright: ignore[reportPrivateUsage]
-                        await anyio.sleep(0.05)
+                    await closing.wait()  # its send_timeout (0.5 s) passes unread: the outbox ends it
+                    await until(lambda: session not in gateway.manager._server_instances)  # pyright: ignore[reportPrivateUsage]
                 assert f"closing session {session}" in caplog.text
                 # Its connection is dropped at once, unread data and all (it lingered with its unsent
                 # data until uvicorn's 5 s keep-alive timer closed it; a bound of 2 s tells them apart).
                 server = gateway._server  # pyright: ignore[reportPrivateUsage]
                 assert server is not None
                 stuck_port = stuck.getsockname()[1]
-                with anyio.fail_after(2):
-                    while any(c.client and c.client[1] == stuck_port for c in server.server_state.connections):  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
-                        await anyio.sleep(0.05)
-                assert gateway.proxy.outboxes is not None
-                with anyio.fail_after(5):
-                    while gateway.proxy.outboxes.senders:
-                        await anyio.sleep(0.05)
+                connections = server.server_state.connections
+                await until(lambda: not any(c.client and c.client[1] == stuck_port for c in connections), within=2)  # pyright: ignore[reportAttributeAccessIssue]
+                outboxes = gateway.proxy.outboxes
+                assert outboxes is not None
+                await until(lambda: not outboxes.senders)
                 assert len(asyncio.all_tasks()) < tasks_before + 20, "tasks left waiting on the stuck session"
                 gone = await _post(http, {"jsonrpc": "2.0", "id": 4, "method": "ping"}, session)
                 assert gone.status_code == 404
@@ -221,9 +243,7 @@ async def test_one_member_cannot_take_every_listen_stream() -> None:
                         async with bob.listen(tools_list_changed=True):
                             pass
                     assert "its limit" in full.value.error.message
-            with anyio.fail_after(5):  # a stream's end counts it down
-                while gateway.proxy._listen_streams:  # pyright: ignore[reportPrivateUsage]
-                    await anyio.sleep(0.02)
+            await until(lambda: not gateway.proxy._listen_streams)  # pyright: ignore[reportPrivateUsage]  # a stream's end counts it down
             async with alice.listen(tools_list_changed=True), alice.listen(tools_list_changed=True):
                 pass
 
