@@ -19,10 +19,11 @@ and real OAuth clients, nothing mocked.
 
 Every wait is bounded and waits on what the code says: the servers announce themselves (a
 line on stdout or stderr, read as it comes, with a deadline), the gateway logs when it is ready,
-and every process is stopped on the way out (its exit seen on a pidfd). The one sleep waits for
-a token's lifetime to run out, the thing under test: the authorization server signs with a key
-of its own, so the test cannot mint an expired token it would accept (``test_gateway_auth``
-checks ``exp`` against an injected clock).
+and every process is stopped on the way out (its exit seen on a pidfd). Nothing waits for a
+token's lifetime to run out: the authorization server signs with a key of its own, so the test
+cannot mint an expired token the gateway would otherwise accept; it asks that server to issue the
+next one already expired (``POST /e2e/expire-next``, ``Issuer.expire_next``).
+(``test_gateway_auth`` checks ``exp`` against an injected clock.)
 """
 
 from __future__ import annotations
@@ -108,12 +109,20 @@ class Issuer:
 
     url: str
     events_path: Path
+    access_token_ttl: int
 
     def events(self, event: str) -> list[dict[str, Any]]:
         if not self.events_path.exists():
             return []
         rows = [json.loads(line) for line in self.events_path.read_text().splitlines() if line.strip()]
         return [row for row in rows if row["event"] == event]
+
+    async def expire_next(self, *, ago: int) -> None:
+        """The next access token this server issues ran out ``ago`` seconds before it was issued
+        (its lifetime unchanged, moved back): the expiry path without waiting for it."""
+        async with httpx2.AsyncClient(timeout=10) as http:
+            answer = await http.post(f"{self.url}/e2e/expire-next", params={"ago": ago})
+        assert answer.status_code == 204, answer.text
 
 
 @contextmanager
@@ -126,7 +135,7 @@ def authorization_server(tmp: Path, *, access_token_ttl: int = 3600) -> Generato
     command += ["--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET]
     server = Announced(command, tmp / "authorization-server.stderr")
     try:
-        yield Issuer(server.announced["issuer"], events)
+        yield Issuer(server.announced["issuer"], events, access_token_ttl)
     finally:
         server.stop()
 
@@ -585,20 +594,19 @@ async def test_the_gateway_refuses_tokens_it_must_not_take(gateway: Gateway, iss
         assert token not in log
 
 
-async def test_an_expired_token_is_refused(tmp_path: Path) -> None:
-    ttl = 3
-    with (
-        authorization_server(tmp_path / "issuer", access_token_ttl=ttl) as short,
-        running_gateway(tmp_path / "gateway", short.url) as gateway,
-    ):
-        token = await mint(short.url, gateway.url)
-        expires_at = claims_of(token)["exp"]
-        assert expires_at - claims_of(token)["iat"] == ttl
-        accepted = await post(gateway, token)
-        assert accepted.status_code == 200, accepted.text
-        # Not coordination: the thing under test is the token's lifetime running out.
-        await anyio.sleep(max(0.0, expires_at + 1.5 - time.time()))
-        expired = await post(gateway, token)
-        assert expired.status_code == 401, expired.text
-        assert 'resource_metadata="' in expired.headers["www-authenticate"]
-        assert (await post(gateway, await mint(short.url, gateway.url))).status_code == 200
+async def test_an_expired_token_is_refused(gateway: Gateway, issuer: Issuer) -> None:
+    """A token of the issuer's, for the gateway, refused once its ``exp`` has passed: one issued
+    already expired 2 s ago (within the JWT library's leeway, so the gateway's own check of ``exp``
+    is the one that refuses it), beside one just like it that has not."""
+    accepted = await post(gateway, await mint(issuer.url, gateway.url))
+    assert accepted.status_code == 200, accepted.text
+    await issuer.expire_next(ago=2)
+    token = await mint(issuer.url, gateway.url)
+    expires_at = claims_of(token)["exp"]
+    assert expires_at - claims_of(token)["iat"] == issuer.access_token_ttl
+    assert expires_at < time.time()
+    expired = await post(gateway, token)
+    assert expired.status_code == 401, expired.text
+    assert 'resource_metadata="' in expired.headers["www-authenticate"]
+    assert gateway.said("refused: it expired", 10)  # by the gateway's own check of exp, logged as it answers
+    assert (await post(gateway, await mint(issuer.url, gateway.url))).status_code == 200

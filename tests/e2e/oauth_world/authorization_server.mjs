@@ -21,6 +21,10 @@
 //   (and keeps cookies) completes the flow; with --deny it answers access_denied instead; with
 //   --hold-consent the consent page answers only once the person approves, as a person takes
 //   their time: each `POST /e2e/approve` (from a test) approves one consent, waiting or next.
+// - tokens already expired on demand: after `POST /e2e/expire-next?ago=SECONDS` (from a test) the
+//   next access token issued ran out SECONDS ago (its `iat` and `exp` moved back together: its
+//   lifetime is still --access-token-ttl), so a test sees the expiry path without waiting for it.
+//   Only the JWT is moved back: the token response's `expires_in` still says the whole lifetime.
 //
 // --events FILE gets one JSON line per authorization request, registration and token request
 // (grant type, status; never a token), so a test can see e.g. that a refresh_token grant happened.
@@ -59,6 +63,8 @@ async function approved() {
   await new Promise((resolve) => { held.push(resolve); });
 }
 const ACCESS_TOKEN_TTL = Number(args['access-token-ttl']);
+// POST /e2e/expire-next: how many seconds ago each of the next access tokens ran out, in order.
+const expireNext = [];
 const ACCOUNT = 'e2e-user';
 const SCOPE = 'mcp:tools';
 
@@ -120,6 +126,18 @@ const configuration = {
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   expiresWithSession: async () => false,
   ttl: { AccessToken: ACCESS_TOKEN_TTL },
+  formats: {
+    customizers: {
+      // The JWT as signed: one asked for by POST /e2e/expire-next is issued already expired.
+      async jwt(_ctx, _token, jwt) {
+        if (!expireNext.length) return;
+        const ago = expireNext.shift();
+        const lifetime = jwt.payload.exp - jwt.payload.iat;
+        jwt.payload.exp = Math.floor(Date.now() / 1000) - ago;
+        jwt.payload.iat = jwt.payload.exp - lifetime;
+      },
+    },
+  },
   interactions: { url: async (_ctx, interaction) => `/interaction/${interaction.uid}` },
   renderError: async (ctx, out) => {
     ctx.type = 'json';
@@ -186,6 +204,18 @@ server.listen(0, '127.0.0.1', () => {
     if (req.method === 'POST' && req.url === '/e2e/approve') {
       record({ event: 'approved' });
       approve();
+      res.statusCode = 204;
+      res.end();
+    } else if (req.method === 'POST' && req.url.startsWith('/e2e/expire-next')) {
+      const given = new URL(req.url, issuer).searchParams.get('ago');
+      const ago = Number(given);
+      if (given === null || !Number.isInteger(ago) || ago < 0) {
+        res.statusCode = 400;
+        res.end('ago: a whole number of seconds, 0 or more');
+        return;
+      }
+      record({ event: 'expire-next', ago });
+      expireNext.push(ago);
       res.statusCode = 204;
       res.end();
     } else if (req.url.startsWith('/interaction/')) {
