@@ -42,7 +42,7 @@ from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.policies import ToolCall
 from mcp_patchbay.results import bounded
 from mcp_patchbay.rounds import Rounds, answers_input
-from mcp_patchbay.status import STATUS_TOOL, tool_result
+from mcp_patchbay.status import STATUS_TOOL, config_problem_text, tool_result
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import Upstream
 from mcp_patchbay.views import View, Views
@@ -146,6 +146,8 @@ class ToolPath:
         target = view.catalog.by_exposed.get(called)
         server: str | None = None
         try:
+            if self.supervisor.config_problem is not None:
+                raise ClientError(Code.CONFIG_INVALID, config_problem_text(self.supervisor.config_problem))
             if target is None and not self.supervisor.started:
                 await self.supervisor.wait_startup()
                 view = self.views.view()

@@ -41,6 +41,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_patchbay.early_handshake import EarlyHandshake, Handover
 from mcp_patchbay.jsonrpc import (
     NOT_JSON,
     Bounds,
@@ -122,14 +123,19 @@ class Wire:
 
 @asynccontextmanager
 async def stdio_streams(
-    intercept: Intercept, bounds: Bounds | None = None
+    intercept: Intercept, bounds: Bounds | None = None, early: EarlyHandshake | None = None
 ) -> AsyncGenerator[tuple[ReadStream, WriteStream, Wire], None]:
     """Yield (read, write) message streams over this process's stdin and stdout, and the
     ``Wire`` beside them, whose ``intercept`` is offered every message first; ``bounds``
-    (the settings' ``max_message_bytes`` and ``max_json_depth``) limit every line read."""
+    (the settings' ``max_message_bytes`` and ``max_json_depth``) limit every line read.
+    ``early``: the reader that may have answered ``initialize`` already; what it read is
+    read first, and the SDK's answer to a request it answered is not sent again."""
     bounds = bounds or Bounds()
+    handed = early.handover() if early is not None else Handover()
     pipes = await _open_pipes() if sys.platform != "win32" else None
     if pipes is None:
+        if handed.buffered:
+            logger.error("stdin is no pipe after all: %d bytes read early are lost", len(handed.buffered))
         from mcp.server.stdio import stdio_server
 
         async with stdio_server() as (read, write), message_wire(read, write, intercept) as (rest, wire):  # pyright: ignore[reportUnknownArgumentType]
@@ -195,6 +201,10 @@ async def stdio_streams(
     async def read_stdin() -> None:
         splitter = LineSplitter(bounds.max_bytes)
         async with read_writer:
+            for line in splitter.feed(handed.buffered):
+                await take_line(line)
+            if handed.eof:
+                return
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
@@ -206,6 +216,8 @@ async def stdio_streams(
         async with write_reader:
             async for session_message in write_reader:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                if handed.answered and handed.drop_answer(json.loads(data)):
+                    continue
                 writer.write(data.encode() + b"\n")
                 await writer.drain()
 

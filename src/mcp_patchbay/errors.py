@@ -74,6 +74,7 @@ class Code(enum.StrEnum):
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
     INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
     SERVER_UNAVAILABLE = "SERVER_UNAVAILABLE"
+    CONFIG_INVALID = "CONFIG_INVALID"
     SERVER_STARTING = "SERVER_STARTING"
     SPAWN_FAILED = "SPAWN_FAILED"
     CONNECTION_FAILED = "CONNECTION_FAILED"
@@ -111,6 +112,8 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.RESOURCE_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
     Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
     Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
+    # The proxy's own config could not be used at the start: no server was started (cli).
+    Code.CONFIG_INVALID: _CodeInfo(_C.CONFIGURATION, False),
     Code.SERVER_STARTING: _CodeInfo(_C.CONNECTION, True),
     Code.SPAWN_FAILED: _CodeInfo(_C.CONFIGURATION, False, **_FAILS),
     Code.CONNECTION_FAILED: _CodeInfo(_C.CONNECTION, True, **_FAILS_RESEND),

@@ -87,6 +87,7 @@ class Proxy:
         request_state_keys: Sequence[str] = (),
         identity_of: IdentityOf | None = None,
         end_session: EndSession | None = None,
+        config_problem: str | None = None,
     ) -> None:
         """``access_for``: the current caller's access (the gateway's sign-in); ``shared``:
         many clients at once (the gateway), so upstreams are offered what any may answer;
@@ -94,7 +95,8 @@ class Proxy:
         ``$PATCHBAY_STATE_KEY``; without either, a key made at start); ``identity_of``: who
         a request's caller is, for the per-member quotas (listen streams, suspended calls);
         ``end_session``: ends one HTTP session by id (a session that does not read its
-        notices). Shared, the limits are ``config.gateway``'s."""
+        notices). Shared, the limits are ``config.gateway``'s. ``config_problem``: why the config
+        file could not be used (``config`` is then an empty stand-in; ``Supervisor.config_problem``)."""
         self.config = config
         self.settings = config.settings
         limits = (config.gateway or GatewaySettings()) if shared else None
@@ -129,6 +131,7 @@ class Proxy:
             wait_for_client=self.channel.wait_for_client,
             connector=connector,
             prespawned=prespawned or Prespawned(),
+            config_problem=config_problem,
         )
         self.exposure = Exposure(self.settings)
         self.views = Views(self.settings, self.supervisor, self.exposure, access_for)
@@ -298,10 +301,19 @@ class Proxy:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        await self.supervisor.wait_startup()
+        # Search mode's two tools are there whatever the upstreams do: listed at once (a client
+        # that lists early gets them; find_tools' text follows with list_changed). Every tool
+        # listed is worth the wait, within startup_wait ("auto" is "all" until it knows, and
+        # "always_list" lists upstreams' tools in search mode too).
+        if self.settings.expose != "search" or self._lists_upstream_tools():
+            await self.supervisor.wait_startup()
         tools = self.views.tools_listing(self.views.view())
         self.changes.serving(ctx, "tools", tools)
         return types.ListToolsResult(tools=tools)
+
+    def _lists_upstream_tools(self) -> bool:
+        """Whether search mode's listing holds tools of upstreams too (an ``always_list``)."""
+        return any(e.spec is not None and e.spec.tools.always_list for e in self.supervisor.config.servers)
 
     def status_snapshot(self, request: ServerRequestContext[Any, Any] | None = None) -> dict[str, Any]:
         """The health of the servers the caller of ``request`` (None: the lane's, on stdio) may

@@ -209,6 +209,27 @@ def status_tool() -> types.Tool:
     )
 
 
+def config_problem_text(problem: str) -> str:
+    """What the model is told while the config cannot be used (every call, and the one tool listed)."""
+    from mcp_patchbay.errors import clip
+
+    return clip(
+        f"No tools are available: the patchbay proxy's config file has a mistake, so none of its servers were "
+        f"started ({clip(problem, 240)}). Tell the user to fix the file; 'mcp-patchbay check' shows every "
+        "mistake. The tools come back by themselves once the file is fixed and saved."
+    )
+
+
+def config_problem_tool(problem: str) -> types.Tool:
+    """The only tool listed while the config cannot be used: its description says why."""
+    return types.Tool(
+        name=STATUS_TOOL,
+        description=config_problem_text(problem),
+        input_schema={"type": "object", "properties": {}},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+
+
 def tool_result(snapshot: dict[str, Any]) -> dict[str, Any]:
     """The status tool's result, as JSON values."""
     return {"content": [{"type": "text", "text": as_text(snapshot)}], "structuredContent": snapshot}

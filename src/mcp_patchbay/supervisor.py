@@ -54,6 +54,10 @@ class Supervisor:
     )
     """Called each time an upstream (re)connects."""
     started_at: float = field(default_factory=time.monotonic)
+    config_problem: str | None = None
+    """Why the config could not be used at the start (``ConfigError.summary``), so no server was
+    started: the client lists only the status tool saying so and every call is answered with
+    it, until ``apply`` takes a good config (the file watched, or SIGHUP)."""
     _checkers: CheckerCache = field(default_factory=lambda: CheckerCache())
     _tg: anyio.abc.TaskGroup | None = None
     _scopes: dict[str, anyio.CancelScope] = field(default_factory=lambda: dict[str, anyio.CancelScope]())
@@ -201,6 +205,11 @@ class Supervisor:
         """Switch to ``new``: start added servers, stop removed ones, restart changed ones."""
         old = {e.name: e for e in self.config.servers}
         fresh = {e.name: e for e in new.servers}
+        if self.config_problem is not None:
+            logger.warning("config file fixed: starting its servers")
+            self.config_problem = None
+            for listener in self.listeners:
+                listener({"tools"})
         if new.settings != self.config.settings:
             logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
             new = Config(path=new.path, settings=self.config.settings, servers=new.servers)

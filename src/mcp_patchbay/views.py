@@ -23,7 +23,7 @@ import mcp_types as types
 from mcp_patchbay.catalog import Catalog, Permits, restricted
 from mcp_patchbay.config import Settings
 from mcp_patchbay.exposure import Exposure, described_servers
-from mcp_patchbay.status import status_tool
+from mcp_patchbay.status import config_problem_tool, status_tool
 from mcp_patchbay.supervisor import Supervisor
 
 AccessFor = Callable[[], Permits | None]
@@ -97,6 +97,8 @@ class Views:
 
     def tools_listing(self, view: View) -> list[types.Tool]:
         """The tools ``view``'s caller lists (with the status tool, when the config asks for it)."""
+        if self.supervisor.config_problem is not None:
+            return [config_problem_tool(self.supervisor.config_problem)]
         tools = view.exposure.listing(view.catalog, view.servers)
         return [*tools, status_tool()] if self.settings.status_tool else tools
 

@@ -38,6 +38,7 @@ from mcp_patchbay.cli.options import (
     UsageError,
     parse_options,
 )
+from mcp_patchbay.early_handshake import EarlyHandshake
 from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle
 
 # Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
@@ -75,18 +76,28 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    # Serving: start the plain stdio upstreams before even the config check imports pydantic
-    # (spawn.early); the checked config then keeps exactly those it would launch itself.
     setup_logging(options.level, options.log_file, options.log_format)
+    on_stdio = options.command == "serve" and options.http is None
+    # Serving on stdio: answer the client's initialize before anything else (early_handshake),
+    # then start the plain stdio upstreams before even the config check imports pydantic
+    # (spawn.early); the checked config then keeps exactly those it would launch itself.
+    handshake = EarlyHandshake.start_if_possible() if on_stdio else None
     guessed = early(path) if options.command == "serve" else {}
+    config_problem: str | None = None
     try:
-        from mcp_patchbay.config import ConfigError, load_config
+        from mcp_patchbay.config import Config, ConfigError, Settings, load_config
 
         try:
             config = load_config(Path(path))
         except ConfigError as exc:
             print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
-            return EXIT_CONFIG
+            if not on_stdio:
+                return EXIT_CONFIG
+            # A client launched us: serving nothing, and saying why to the model, beats a closed
+            # connection that no client explains. The file is watched; fixed, it is applied.
+            print("mcp-patchbay: serving no servers until the file is fixed", file=sys.stderr)
+            config_problem = exc.summary()
+            config = Config(path=Path(path).absolute(), settings=Settings(), servers=())
         kept = settle(guessed, config.servers)
     finally:
         discard({name: item.process for name, item in guessed.items()})  # left only if the check failed
@@ -128,7 +139,14 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             else:
                 from mcp_patchbay.cli.serving import serve_stdio
 
-                anyio.run(serve_stdio, config, prespawned)
+                if sys.stdin.isatty():
+                    print(
+                        f"mcp-patchbay: serving {len(config.servers)} servers from {config.path} as one MCP server "
+                        "on stdin/stdout, for an MCP client to launch (see 'mcp-patchbay install'); "
+                        "Ctrl-C to stop",
+                        file=sys.stderr,
+                    )
+                anyio.run(serve_stdio, config, prespawned, handshake, config_problem)
     finally:
         prespawned.stop_all()  # normally all stopped already; never leave one behind
     if argv is None if quick_exit is None else quick_exit:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import anyio
 
     from mcp_patchbay.config import Config
+    from mcp_patchbay.early_handshake import EarlyHandshake
     from mcp_patchbay.spawn import Prespawned
 
 logger = logging.getLogger("mcp_patchbay")
@@ -31,7 +32,12 @@ def loop_options() -> dict[str, Any]:
     return {"use_uvloop": True}
 
 
-async def serve_stdio(config: Config, prespawned: Prespawned) -> None:
+async def serve_stdio(
+    config: Config, prespawned: Prespawned, early: EarlyHandshake | None = None, config_problem: str | None = None
+) -> None:
+    """The proxy on our stdin and stdout. ``early``: the reader that may have answered
+    ``initialize`` already; ``config_problem``: the config could not be used (``config`` is an
+    empty stand-in): serve no server and tell the model why, until the file is fixed."""
     import anyio
 
     from mcp_patchbay.client_wire import stdio_streams
@@ -40,14 +46,15 @@ async def serve_stdio(config: Config, prespawned: Prespawned) -> None:
     from mcp_patchbay.transports.stdio import shutdown
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
-    proxy = Proxy(config, prespawned=prespawned)
+    proxy = Proxy(config, prespawned=prespawned, config_problem=config_problem)
     logger.info("mcp-patchbay %s serving %d servers from %s", __version__, len(config.servers), config.path)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
-        async with stdio_streams(proxy.lane.offer, Bounds.of(config.settings)) as (read_stream, write_stream, wire):
+        bounds = Bounds.of(config.settings)
+        async with stdio_streams(proxy.lane.offer, bounds, early) as (read_stream, write_stream, wire):
             # Whatever ends the client's session ends the proxy: the upstreams get the quick
             # stop (shutdown), not a restart's.
             await proxy.serve(read_stream, write_stream, wire, before_stop=shutdown)

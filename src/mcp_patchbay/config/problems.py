@@ -77,6 +77,12 @@ class ConfigError(Exception):
     def __str__(self) -> str:
         return "\n".join(f"{self.path}: {problem}" for problem in self.problems)
 
+    def summary(self) -> str:
+        """The first problem and how many more, without the file's path: for the model, which
+        must learn why its tools are missing but is never shown the user's paths."""
+        more = len(self.problems) - 1
+        return str(self.problems[0]) + (f" (and {more} more)" if more else "")
+
 
 # ---------------------------------------------------------------------------
 # Wording

@@ -1,0 +1,215 @@
+"""The answer to ``initialize`` before the MCP SDK is imported: a start no client races past.
+
+Importing the SDK and building the proxy take most of a second (the SDK's pydantic models
+alone are half of it). Claude Code sends its first model request 1.5 to 2 s after it spawns
+its servers, and leaves out the tools of any server that has not answered by then; other
+clients give up sooner. So on stdio the proxy's very first act, before it even reads its
+config, is to start ``EarlyHandshake``: a thread that reads stdin and answers a well-formed
+``initialize`` itself, within milliseconds of the spawn. The answer does not depend on the
+config or the upstreams: the proxy's capabilities are the same for every config (tools,
+resources with subscriptions, prompts, all with ``listChanged``; completions; logging), it
+has no instructions, and the protocol version is negotiated as the SDK does (the version
+asked for when it is one of ``HANDSHAKE_VERSIONS``, else the latest).
+
+Nothing read is lost or reordered: every byte goes into a buffer that the SDK-backed reader
+(``client_wire.stdio_streams``) takes over (``handover``) before it reads the pipe itself.
+The ``initialize`` request still reaches the SDK's session, which needs it (the client's
+capabilities, its protocol version); its own answer to that request is dropped on the way
+out (``Handover.drop_answer``) and compared with the one given: a difference is logged as a
+WARNING with both (and a test holds them equal for every version, so an SDK upgrade that
+changes them fails the suite first).
+
+Only a plain ``initialize`` as a JSON object on one line, smaller than ``MAX_EARLY_LINE`` and
+nested no deeper than a few levels, is answered here; anything else (a ``ping`` first, a
+2026-07-28 request, a malformed line) stops the early answering and waits, unread beyond
+the buffer, for the SDK's path, which answers it as always. POSIX only, and only when stdin
+is a pipe or a socket (a client's spawn), never a terminal or a file, and stdout is one the
+event loop can write (``client_wire``'s own condition); ``PATCHBAY_EARLY_HANDSHAKE=0`` turns
+it off. Imports only the
+standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import stat
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from mcp_patchbay import __version__
+
+__all__ = ["HANDSHAKE_VERSIONS", "MAX_EARLY_LINE", "EarlyHandshake", "Handover", "initialize_answer"]
+
+logger = logging.getLogger("mcp_patchbay.early_handshake")
+
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The SDK's ``mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS`` (importing it costs a fifth of a
+second); a test keeps the two equal."""
+
+CAPABILITIES: dict[str, Any] = {
+    "completions": {},
+    "logging": {},
+    "prompts": {"listChanged": True},
+    "resources": {"listChanged": True, "subscribe": True},
+    "tools": {"listChanged": True},
+}
+"""What ``server.Proxy``'s SDK server declares, for every config."""
+
+MAX_EARLY_LINE = 65_536
+"""An ``initialize`` line longer than this is left to the SDK's path (with its own bounds)."""
+
+MAX_BUFFER = 1 << 20
+"""Bytes read early beyond this stop the early reading: the rest waits in the pipe."""
+
+_MAX_BRACKETS = 64
+"""An early line with more brackets than this is left to the SDK's path (``json`` recursion)."""
+
+
+def initialize_answer(request_id: str | int, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer to ``initialize`` with these params, as the SDK would give it; None when the
+    params are not a plain, valid ``initialize`` (the SDK's path answers those)."""
+    version = params.get("protocolVersion")
+    client = params.get("clientInfo")
+    if not isinstance(version, str) or not isinstance(params.get("capabilities"), dict):
+        return None
+    if not isinstance(client, dict):
+        return None
+    info = cast("dict[str, Any]", client)
+    if not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str):
+        return None
+    negotiated = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+    result = {
+        "capabilities": CAPABILITIES,
+        "protocolVersion": negotiated,
+        "serverInfo": {"name": "mcp-patchbay", "version": __version__},
+    }
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+@dataclass
+class Handover:
+    """What the early reader leaves to the SDK-backed one: the bytes read (in order, a partial
+    last line included), whether stdin already ended, and the answers already given."""
+
+    buffered: bytes = b""
+    eof: bool = False
+    answered: dict[str | int, dict[str, Any]] = field(default_factory=dict[str | int, dict[str, Any]])
+    """Request id -> the answer written early; the SDK's own answer to it is dropped."""
+
+    def drop_answer(self, message: dict[str, Any]) -> bool:
+        """Whether ``message`` (going out to the client) answers a request answered early: then it
+        is not sent, and a difference from the early answer is logged."""
+        if not self.answered or "method" in message:
+            return False
+        request_id = message.get("id")
+        if not isinstance(request_id, str | int) or request_id not in self.answered:
+            return False
+        given = self.answered.pop(request_id)
+        if message != given:
+            logger.warning(
+                "the initialize answer given before the SDK was loaded differs from the SDK's: given %s, "
+                "SDK's %s; the client keeps the first",
+                json.dumps(given),
+                json.dumps(message),
+            )
+        return True
+
+
+class EarlyHandshake:
+    """Reads stdin in a thread until ``handover``, answering the first ``initialize`` at once."""
+
+    def __init__(self, fd_in: int = 0, fd_out: int = 1) -> None:
+        self._in = fd_in
+        self._out = fd_out
+        self._wake_read, self._wake_write = os.pipe()
+        self._result = Handover()
+        self._answering = True
+        self._examined = 0
+        """Bytes of the buffer already looked at for complete lines."""
+        self._thread = threading.Thread(target=self._read, name="patchbay-early-handshake", daemon=True)
+
+    @classmethod
+    def start_if_possible(cls) -> EarlyHandshake | None:
+        """Started on POSIX when stdin is a pipe or a socket (a client's spawn) and stdout one the
+        event loop can write (``client_wire`` then takes both over); else None."""
+        if sys.platform == "win32" or os.environ.get("PATCHBAY_EARLY_HANDSHAKE", "1") == "0":
+            return None
+        try:
+            mode_in, mode_out = os.fstat(0).st_mode, os.fstat(1).st_mode
+        except OSError:
+            return None
+        if not (stat.S_ISFIFO(mode_in) or stat.S_ISSOCK(mode_in)):
+            return None
+        if not (stat.S_ISFIFO(mode_out) or stat.S_ISSOCK(mode_out) or stat.S_ISCHR(mode_out)):
+            return None
+        early = cls()
+        early._thread.start()
+        return early
+
+    def handover(self) -> Handover:
+        """Stop reading (at once: the thread waits in ``select`` on a wake-up pipe too) and give
+        back what was read. Called once, just before the SDK-backed reader takes stdin."""
+        os.write(self._wake_write, b"x")
+        self._thread.join()
+        for fd in (self._wake_read, self._wake_write):
+            os.close(fd)
+        return self._result
+
+    def _read(self) -> None:
+        result = self._result
+        try:
+            while len(result.buffered) < MAX_BUFFER:
+                ready, _, _ = select.select([self._in, self._wake_read], [], [])
+                if self._wake_read in ready:
+                    return
+                chunk = os.read(self._in, 65_536)
+                if not chunk:
+                    result.eof = True
+                    return
+                result.buffered += chunk
+                if self._answering:
+                    self._answer_lines()
+        except OSError as exc:  # stdin or stdout gone: the SDK-backed reader meets it again and says so
+            logger.debug("early handshake stopped: %r", exc)
+
+    def _answer_lines(self) -> None:
+        buffered = self._result.buffered
+        while self._answering:
+            end = buffered.find(b"\n", self._examined)
+            if end < 0:
+                if len(buffered) - self._examined > MAX_EARLY_LINE:
+                    self._answering = False
+                return
+            line = buffered[self._examined : end]
+            self._examined = end + 1
+            if line.strip():
+                self._answering = False  # whatever the first message is, only it may be answered here
+                self._answer(line)
+
+    def _answer(self, line: bytes) -> None:
+        if len(line) > MAX_EARLY_LINE or line.count(b"{") + line.count(b"[") > _MAX_BRACKETS:
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict):
+            return
+        request = cast("dict[str, Any]", message)
+        request_id, params = request.get("id"), request.get("params")
+        if request.get("jsonrpc") != "2.0" or request.get("method") != "initialize":
+            return
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool) or not isinstance(params, dict):
+            return
+        answer = initialize_answer(request_id, cast("dict[str, Any]", params))
+        if answer is None:
+            return
+        data = (json.dumps(answer, separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(self._out, data) :]
+        self._result.answered[request_id] = answer

@@ -1,0 +1,208 @@
+"""The answer to ``initialize`` given before the SDK is loaded (``early_handshake``): the same as
+the SDK's for every version, nothing read lost, and a config that cannot be used told to the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from mcp_patchbay.early_handshake import HANDSHAKE_VERSIONS, EarlyHandshake, Handover, initialize_answer
+from tests.harness import MemoryUpstreams, config_from, proxy_transport, running_proxy
+
+pytestmark = pytest.mark.anyio
+
+
+def initialize(version: str, request_id: int | str = 1) -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+def test_the_versions_are_the_sdks() -> None:
+    assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28", "1999-01-01"])
+async def test_the_early_answer_is_the_sdks_answer(version: str) -> None:
+    """What the proxy's SDK server answers to initialize, byte for byte as JSON values: an SDK
+    upgrade that changes the capabilities or the negotiation fails here first."""
+    config = config_from({"a": {"command": "a"}})
+    async with running_proxy(config, MemoryUpstreams({})) as proxy, proxy_transport(proxy) as (read, write):
+        request = types.jsonrpc_message_adapter.validate_python(initialize(version), by_name=False)
+        await write.send(SessionMessage(request))
+        with anyio.fail_after(10):
+            answer = await read.receive()
+        assert isinstance(answer, SessionMessage)
+        sdk = json.loads(answer.message.model_dump_json(by_alias=True, exclude_unset=True))
+    assert initialize_answer(1, initialize(version)["params"]) == sdk
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"protocolVersion": 20250618, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        {"protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"}},
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}},
+        {"protocolVersion": "2025-06-18", "capabilities": {}},
+    ],
+)
+def test_params_the_sdk_would_refuse_are_left_to_it(params: dict[str, Any]) -> None:
+    assert initialize_answer(1, params) is None
+
+
+def test_the_sdks_answer_to_a_request_answered_early_is_dropped_once(caplog: pytest.LogCaptureFixture) -> None:
+    given = initialize_answer("a", initialize("2025-06-18")["params"])
+    assert given is not None
+    handover = Handover(answered={"a": given})
+    assert not handover.drop_answer({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+    assert not handover.drop_answer({"jsonrpc": "2.0", "id": "b", "result": {}})
+    assert handover.drop_answer(dict(given)) and "differs" not in caplog.text
+    assert not handover.drop_answer(dict(given))  # once only: a later answer with that id is not ours
+    handover.answered["c"] = given
+    assert handover.drop_answer({"jsonrpc": "2.0", "id": "c", "result": {}})
+    assert "differs from the SDK's" in caplog.text
+
+
+def read_lines(fd: int, count: int) -> list[dict[str, Any]]:
+    data = b""
+    deadline = time.monotonic() + 10
+    while data.count(b"\n") < count:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, "no answer from the early reader within 10 s"
+        chunk = os.read(fd, 65536)
+        assert chunk, "the early reader's output ended"
+        data += chunk
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_the_reader_answers_the_first_initialize_and_hands_over_every_byte_in_order() -> None:
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    early = EarlyHandshake(in_read, out_write)
+    early._thread.start()  # pyright: ignore[reportPrivateUsage]
+    first = json.dumps(initialize("2025-11-25", "init")).encode() + b"\n"
+    rest = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n{"jsonrpc":"2.0","id":2,"method":"tools/l'
+    os.write(in_write, first[:20])
+    os.write(in_write, first[20:] + rest)
+    [answer] = read_lines(out_read, 1)
+    assert answer["id"] == "init" and answer["result"]["protocolVersion"] == "2025-11-25"
+    handover = early.handover()
+    assert handover.buffered == first + rest and not handover.eof
+    assert list(handover.answered) == ["init"]
+    for fd in (in_read, in_write, out_read, out_write):
+        os.close(fd)
+
+
+def test_only_a_first_initialize_is_answered_early() -> None:
+    """A ping (or anything) first: nothing is answered early; the SDK's path answers in order."""
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    early = EarlyHandshake(in_read, out_write)
+    early._thread.start()  # pyright: ignore[reportPrivateUsage]
+    sent = b'{"jsonrpc":"2.0","id":0,"method":"ping"}\n' + json.dumps(initialize("2025-06-18")).encode() + b"\n"
+    os.write(in_write, sent)
+    os.close(in_write)
+    handover = early.handover()
+    assert handover.answered == {}
+    os.set_blocking(out_read, False)
+    with pytest.raises(BlockingIOError):
+        os.read(out_read, 10)
+    assert handover.buffered in (sent, sent[: len(handover.buffered)])
+    for fd in (in_read, out_read, out_write):
+        os.close(fd)
+
+
+def spawn(config: Path, *extra_env: tuple[str, str]) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PATCHBAY_LOG_LEVEL": "WARNING", **dict(extra_env)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcp_patchbay", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def exchange(process: subprocess.Popen[bytes], *messages: dict[str, Any], answers: int) -> list[dict[str, Any]]:
+    """Send ``messages``; the ``answers`` next lines, in the order of the requests' ids (the
+    tool-call lane may answer before the SDK does)."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    process.stdin.flush()
+    lines = [json.loads(process.stdout.readline()) for _ in range(answers)]
+    return sorted(lines, key=lambda line: str(line.get("id")))
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.close()
+    try:
+        assert process.wait(timeout=15) == 0
+    finally:
+        process.kill()
+        process.stdout.close()
+
+
+def test_a_real_start_answers_initialize_before_the_sdk_is_loaded_and_serves_on(tmp_path: Path) -> None:
+    """The whole way: spawned as a client spawns it, the answer comes first and once; then the
+    same session lists and calls as always (the SDK took the initialize too)."""
+    config = tmp_path / "patchbay.json"
+    config.write_text(json.dumps({"mcpServers": {}, "patchbay": {"status_tool": True, "watch": False}}))
+    process = spawn(config)
+    try:
+        [answer] = exchange(process, initialize("2025-06-18"), answers=1)
+        assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "mcp-patchbay"
+        listed, status = exchange(
+            process,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "patchbay__status"}},
+            answers=2,
+        )
+        assert [t["name"] for t in listed["result"]["tools"]] == ["patchbay__status"]
+        assert status["id"] == 3 and not status["result"].get("isError")
+    finally:
+        stop(process)
+
+
+def test_a_config_that_cannot_be_used_is_told_to_the_model_and_applied_once_fixed(tmp_path: Path) -> None:
+    config = tmp_path / "patchbay.json"
+    config.write_text('{"mcpServers": {"a": {"command": "x",}}}')
+    process = spawn(config)
+    try:
+        exchange(process, initialize("2025-06-18"), answers=1)
+        listed, called = exchange(
+            process,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "anything", "arguments": {}}},
+            answers=2,
+        )
+        [tool] = listed["result"]["tools"]
+        assert "config file has a mistake" in tool["description"] and "trailing comma" in tool["description"]
+        assert str(tmp_path) not in tool["description"]  # the model never sees the user's paths
+        result = called["result"]
+        assert result["isError"] and result["structuredContent"]["error"]["code"] == "CONFIG_INVALID"
+        assert len(result["content"][0]["text"]) < 500
+        # Fixed and saved: the watched file is applied, and the client is told the list changed.
+        started = time.monotonic()
+        config.write_text(json.dumps({"mcpServers": {}, "patchbay": {"status_tool": True}}))
+        assert process.stdout is not None
+        changed = json.loads(process.stdout.readline())
+        assert changed["method"] == "notifications/tools/list_changed", changed
+        assert time.monotonic() - started < 10
+        [relisted] = exchange(process, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, answers=1)
+        assert "config file has a mistake" not in json.dumps(relisted)
+    finally:
+        stop(process)
