@@ -109,7 +109,16 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
         registered_as = options.registered_as or config.settings.registered_as
         from mcp_patchbay.cli.check import run_check
 
-        return anyio.run(run_check, config, options.json, registered_as)
+        # The report says in a person's words what the upstreams' failure lines would: those are
+        # for --log-level (a config mistake is still warned about, with its file and key).
+        upstream_log = logging.getLogger("mcp_patchbay.upstream")
+        level = upstream_log.level
+        if options.level is None:
+            upstream_log.setLevel(logging.CRITICAL)
+        try:
+            return anyio.run(run_check, config, options.json, registered_as)
+        finally:
+            upstream_log.setLevel(level)
     if options.command in NAMED_COMMANDS:
         assert options.server is not None
         from mcp_patchbay.oauth.commands import login, logout

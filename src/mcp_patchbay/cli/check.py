@@ -1,6 +1,10 @@
 """``check``: connect to every upstream once and report, one line per server (or ``--json``),
 with what the client would list (``exposure``) and the tool names too long for a known client
-(``client_limits``). Exit status 1 when a server is not ready."""
+(``client_limits``). Exit status 1 when a server is not ready.
+
+The PROBLEM column is for the person who runs it (``diagnosis.for_person``: which command
+was not found and where it was looked for, which URL refused); ``--json`` gives both that
+(``problem``) and what the model is told (``reason``)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, A
 async def run_check(config: Config, as_json: bool, registered_as: str | None = None) -> int:
     import anyio
 
+    from mcp_patchbay.diagnosis import for_person
     from mcp_patchbay.supervisor import Supervisor
     from mcp_patchbay.upstream import State
 
@@ -55,6 +60,14 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
                 status["reason"] = "did not answer before the check gave up"
             if upstream.state is State.SIGN_IN and upstream.gate is not None:
                 status["reason"] = f"run: {upstream.gate.login_command}"
+            status["problem"] = for_person(
+                upstream.entry,
+                upstream.state,
+                upstream.error,
+                connect_timeout=config.settings.connect_timeout,
+                login_hint=upstream.gate.login_command if upstream.gate is not None else None,
+            )
+            status["origin"] = upstream.entry.spec.origin if upstream.entry.spec is not None else None
             states[name] = upstream.state
             rows.append(status)
         tg.cancel_scope.cancel()
@@ -74,14 +87,18 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             ready = f"{r['ready_after_ms']} ms" if r["ready_after_ms"] is not None else "-"
             state = _state_label(states[r["name"]])
             print(
-                f"{r['name']:<{width}}  {r['transport']:<9}  {state:<13}  {r['tools']:>5}  {ready:>8}  "
-                f"{r['reason'] or ''}"
+                f"{r['name']:<{width}}  {r['transport']:<9}  {state:<13}  {r['tools']:>5}  {ready:>8}  {r['problem']}"
             )
         total = len(supervisor.catalog.tools)
         print(
             f"\n{len(rows) - len(failed)} of {len(rows)} servers ok, {total} tools, "
             f"checked in {time.monotonic() - started:.1f}s ({config.path})"
         )
+        origins = [(r["name"], r["origin"]) for r in rows if r["origin"]]
+        if origins:
+            print("\nwhere the servers came from (import):")
+            for name, origin in origins:
+                print(f"  {name:<{width}}  {origin}")
         _print_exposure(exposure)
         _print_name_warnings(too_long, registered_as, assumed, config)
     return 1 if failed else 0
