@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -176,6 +177,8 @@ def test_the_cli_stops_what_it_started_early_when_the_config_is_refused(
         return result
 
     monkeypatch.setattr(cli, "early", spy)
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # a person at a terminal: told, and it ends
     assert cli.main(["--config", str(path)]) == cli.EXIT_CONFIG
     assert len(seen) == 1
     assert gone(seen[0].process)
@@ -301,3 +304,49 @@ def test_a_reaper_finishing_after_the_exit_closed_the_watchdog_starts_no_new_one
     spawn.untrack(group.pid)
     assert watchdog.process is first and watchdog.fd is None
     assert spawn.tracked() == frozenset()
+
+
+# --- command lookup, every OS's branch -----------------------------------------------------------
+
+
+def _tool(folder: Path, name: str, executable: bool = True) -> Path:
+    path = folder / name
+    path.write_text("")
+    path.chmod(0o755 if executable else 0o644)
+    return path
+
+
+def test_windows_lookup_tries_pathext_in_order_and_needs_no_execute_bit(tmp_path: Path) -> None:
+    from mcp_patchbay.spawn import which
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    _tool(second, "npx.CMD", executable=False)
+    _tool(second, "npx", executable=False)  # the extension-less shim npm writes beside it is not runnable there
+    env = {"PATH": f"{first};{second}", "PATHEXT": ".COM;.EXE;.BAT;.CMD"}
+    assert which("npx", env, platform="win32") == str(second / "npx.CMD")
+    _tool(first, "npx.EXE", executable=False)
+    assert which("npx", env, platform="win32") == str(first / "npx.EXE")  # PATH order first, then PATHEXT's
+    assert which("npx.CMD", env, platform="win32") == str(second / "npx.CMD")  # an extension given is kept
+    assert which("npx", {"PATH": str(second)}, platform="win32") == str(second / "npx.CMD")  # default PATHEXT
+
+
+def test_posix_lookup_needs_the_execute_bit_and_falls_back_beside_our_interpreter(tmp_path: Path) -> None:
+    from mcp_patchbay.spawn import search_path, which
+
+    _tool(tmp_path, "plain", executable=False)
+    _tool(tmp_path, "runnable")
+    for platform in ("linux", "darwin"):
+        env = {"PATH": str(tmp_path)}
+        assert which("runnable", env, platform=platform) == str(tmp_path / "runnable")
+        assert which("plain", env, platform=platform) is None
+        assert search_path(env, platform)[-1] == str(Path(sys.executable).parent)
+    assert which(Path(sys.executable).name, {"PATH": str(tmp_path)}) == sys.executable  # patchbay's own venv
+
+
+def test_the_search_path_is_split_as_the_os_writes_it() -> None:
+    from mcp_patchbay.spawn import search_path
+
+    assert search_path({"PATH": r"C:\a;C:\b"}, "win32")[:2] == [r"C:\a", r"C:\b"]
+    assert search_path({"PATH": "/a:/b"}, "darwin")[:2] == ["/a", "/b"]

@@ -12,7 +12,6 @@ values out (the search path is read from the environment given).
 from __future__ import annotations
 
 import os
-import sys
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,22 +19,16 @@ from typing import TYPE_CHECKING
 
 from mcp_patchbay.availability import State
 from mcp_patchbay.errors import Code
+from mcp_patchbay.spawn import search_path
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import RemoteSpec, ServerEntry, StdioSpec
     from mcp_patchbay.errors import PatchbayError
 
-__all__ = ["for_person", "search_path"]
+__all__ = ["for_person"]
 
 MAX_PATH_SHOWN = 300
 """Characters of a search path shown before it is cut."""
-
-
-def search_path(env: Mapping[str, str]) -> list[str]:
-    """Where a bare command is looked for (``spawn.resolve_command``): the child's PATH, then
-    the folder of patchbay's own interpreter."""
-    folders = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p]
-    return [*folders, str(Path(sys.executable).parent)]
 
 
 def _at(server: str, field: str) -> str:

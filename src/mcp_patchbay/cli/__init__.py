@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             config = load_config(Path(path))
         except ConfigError as exc:
             print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
-            if not on_stdio:
+            if not on_stdio or sys.stdin.isatty():  # a person at a terminal has just been told
                 return EXIT_CONFIG
             # A client launched us: serving nothing, and saying why to the model, beats a closed
             # connection that no client explains. The file is watched; fixed, it is applied.

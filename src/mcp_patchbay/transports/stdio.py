@@ -63,7 +63,7 @@ from mcp_patchbay.jsonrpc import (
 )
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
-from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
+from mcp_patchbay.spawn import child_environment, popen, resolve_command, terminate_all, untrack
 from mcp_patchbay.transports.link import Link
 
 logger = logging.getLogger(__name__)
@@ -286,9 +286,10 @@ async def _spawn(
     command: str, args: list[str], env: Mapping[str, str] | None, cwd: str | None
 ) -> _AdoptedProcess | Any:
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        from mcp.os.win32.utilities import create_windows_process, get_windows_executable_command
+        from mcp.os.win32.utilities import create_windows_process
 
-        resolved = await anyio.to_thread.run_sync(get_windows_executable_command, command)
+        # The one lookup on every OS (spawn.which: PATH, PATHEXT, then beside our interpreter).
+        resolved = resolve_command(command, child_environment(env))
         return await create_windows_process(resolved, args, child_environment(env), sys.stderr, cwd)
     # The same event-loop pipes as a prespawned process: the raw lane writes to them directly.
     return await _AdoptedProcess.take(popen(command, args, env, cwd))
