@@ -54,6 +54,18 @@ _FOR_A_PERSON: dict[Code, str] = {
 """``login``'s words for a failed sign-in; the model's words (``exc.message``) ask it to talk to the user."""
 
 
+def _why(config: Config, name: str, exc: UpstreamError) -> str:
+    """A failed sign-in in a person's words: the sign-in's own (``_FOR_A_PERSON``), else the
+    server's (``diagnosis``: the URL that refused, the host DNS cannot find, ...)."""
+    if exc.code in _FOR_A_PERSON:
+        return _FOR_A_PERSON[exc.code]
+    from mcp_patchbay.availability import State
+    from mcp_patchbay.diagnosis import for_person
+
+    entry = next(e for e in config.servers if e.name == name)
+    return for_person(entry, State.FAILED, exc, connect_timeout=config.settings.connect_timeout) or exc.message
+
+
 async def login(config: Config, name: str) -> int:
     from mcp_patchbay.oauth.signin import open_in_browser, sign_in
     from mcp_patchbay.oauth.store import TokenStore
@@ -74,7 +86,7 @@ async def login(config: Config, name: str) -> int:
     try:
         done = await sign_in(name, spec, store, show)
     except UpstreamError as exc:
-        _say(f"mcp-patchbay: signing in to {name!r} failed: {_FOR_A_PERSON.get(exc.code, exc.message)}")
+        _say(f"mcp-patchbay: signing in to {name!r} failed: {_why(config, name, exc)}")
         if exc.detail:
             _say(f"  ({exc.detail})")
         return EXIT_FAILED
