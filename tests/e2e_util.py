@@ -3,7 +3,9 @@
 - ``fault_entry``: a config entry launching ``tests/servers/fault_server.py``.
 - ``ProcessRecord``: every fault_server process (and child it starts) writes a line to a
   record file; after the proxy stops, ``wait_gone`` proves each one is dead.
-- ``wait_gone``: waits on a pidfd (an event, not a poll) for each process to exit.
+- ``wait_gone``: waits on a pidfd (an event, not a poll) for each process to exit;
+  ``start_time``, ``alive``, ``children_of``, ``descendants_of`` read /proc through
+  ``benchmarks.processes`` (the one reading of /proc/PID/stat, and ``free_port``, ``cmdline``).
 - ``assert_clean_model_text``: what the model is shown is short, and holds no file path,
   traceback or secret.
 - ``conformance_suite_problem``, ``run_suite``, ``suite_checks``, ``bad_checks``: the official
@@ -20,7 +22,6 @@ import os
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import pids, stat_fields
 from mcp import Client
 
 from mcp_patchbay.config import Config, parse_config
@@ -113,17 +115,8 @@ class ProcessRecord:
         return entries
 
 
-def stat_fields(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (``[0]`` the state, ``[1]`` the parent,
-    ``[19]`` the start time); the name may hold spaces or ``)``, so split after the last one."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()
-
-
 def start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (``stat_fields``' ``[19]``): tells a process from a later one reusing its pid."""
     fields = stat_fields(pid)
     return None if fields is None else int(fields[19])
 
@@ -161,29 +154,12 @@ async def _wait_exit(pid: int, start: int | None) -> None:
 
 
 def children_of(pid: int) -> list[int]:
-    """Direct children of a process, from /proc (psutil is not installed)."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = stat_fields(int(entry.name))
-            if fields is not None and int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-                found.append(int(entry.name))
-    return found
-
-
-def free_port() -> int:
-    """A loopback port free now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def cmdline(pid: int) -> str:
-    """A process's command line, arguments joined by spaces ("" once it is gone)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    """Direct children of a process that are running (not zombies), from /proc (psutil is not installed)."""
+    return [
+        child
+        for child in pids()
+        if (fields := stat_fields(child)) is not None and int(fields[1]) == pid and fields[0] not in ("Z", "X")
+    ]
 
 
 def descendants_of(pid: int) -> list[int]:

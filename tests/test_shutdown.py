@@ -32,10 +32,11 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 import pytest
+from benchmarks.processes import cmdline, pids, stat_fields
 
 from mcp_patchbay import spawn
 from mcp_patchbay.spawn import WATCHDOG_SCRIPT
-from tests.e2e_util import NODE_MODULES, SERVERS, alive, cmdline, descendants_of, start_time, wait_gone
+from tests.e2e_util import NODE_MODULES, SERVERS, alive, descendants_of, start_time, wait_gone
 
 STUBBORN = SERVERS / "stubborn_server.py"
 EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -150,17 +151,12 @@ async def proxy(
 
 
 def group_members(pgids: set[int]) -> list[int]:
-    """Live processes (not zombies) in any of these process groups, from /proc."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) in pgids and fields[0] not in ("Z", "X"):
-                found.append(int(entry.name))
-    return found
+    """Live processes (not zombies) in any of these process groups (``[2]`` of /proc/PID/stat's fields)."""
+    return [
+        pid
+        for pid in pids()
+        if (fields := stat_fields(pid)) is not None and int(fields[2]) in pgids and fields[0] not in ("Z", "X")
+    ]
 
 
 async def assert_all_gone(tree: list[tuple[int, int | None]], pgids: set[int], since: float, within: float) -> float:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from benchmarks.processes import free_port
 
 from tests.e2e_util import (
     ANSI,
@@ -36,7 +37,6 @@ from tests.e2e_util import (
     ROOT,
     bad_checks,
     conformance_suite_problem,
-    free_port,
     run_suite,
     suite_checks,
 )

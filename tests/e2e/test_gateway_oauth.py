@@ -50,6 +50,7 @@ import anyio
 import httpx2
 import jwt
 import pytest
+from benchmarks.processes import free_port
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.client import ConnectMode
@@ -58,7 +59,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
 from tests.e2e.oauth_world.world import AUTHORIZATION_SERVER, NODE, Announced, browser, browser_urls, missing
 from tests.e2e.test_oauth_real import MemoryStorage, assert_no_secret, loopback_callback, patchbay, serving
-from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, free_port, result_text, start_time
+from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, result_text, start_time
 from tests.jwt_util import private_key
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 import pytest
+from benchmarks.processes import cmdline
 from mcp import Client, StdioServerParameters
 
 from tests.e2e_util import (
@@ -36,7 +37,6 @@ from tests.e2e_util import (
     ROOT,
     alive,
     assert_clean_model_text,
-    cmdline,
     descendants_of,
     error_info,
     fault_entry,
