@@ -1,0 +1,265 @@
+"""``import``: gather the MCP servers of every client installed for this user into one patchbay config.
+
+``mcp-patchbay import [--from CLIENT ...] [-o PATH] [--dry-run] [--force] [--project DIR]`` reads
+the clients' files (``clients.reading``), merges the servers (``clients.merging``), writes the
+config (default ``places.default_config()``; never over a file without ``--force``, and then
+after a backup) and loads it back with ``config.load_config`` before saying it is done. What it
+prints is for a person: a line per server (name, transport, where from), then what was merged,
+renamed, skipped or left out of an entry, then the file written and what to run next.
+Exit status: 0 written (or shown, with ``--dry-run``), 1 no server found, 2 a usage mistake or a
+file that cannot be read or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mcp_patchbay.cli.options import EXIT_CONFIG
+
+if TYPE_CHECKING:
+    from mcp_patchbay.clients.locations import Client, Environment, Place
+    from mcp_patchbay.clients.merging import Server
+    from mcp_patchbay.clients.reading import Survey
+
+__all__ = ["run"]
+
+EXIT_DONE, EXIT_NOTHING = 0, 1
+REGISTERED_AS = "patchbay"
+"""The name ``install`` registers the proxy under unless told otherwise; the config says it, so the
+exposed tool names are fitted to what clients make of it (``client_limits``)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from mcp_patchbay import places
+    from mcp_patchbay.clients.locations import CLIENT_IDS
+
+    parser = argparse.ArgumentParser(
+        prog="mcp-patchbay import",
+        description="Find the MCP servers configured in your clients (Claude Desktop, Claude Code, Cursor, "
+        "VS Code, Windsurf, Gemini CLI, Codex) and write them into one patchbay config, each server once.",
+        epilog=f"The config is written to {places.default_config()} unless -o says otherwise; "
+        "docs/CLIENTS.md lists every file read.",
+    )
+    parser.add_argument(
+        "--from",
+        dest="clients",
+        action="append",
+        metavar="CLIENT",
+        help=f"read only this client (again for more, or comma-separated), in the order given: the first to "
+        f"have a server's name keeps it; the clients: {', '.join(CLIENT_IDS)}",
+    )
+    parser.add_argument("-o", "--output", metavar="PATH", help="write the config here instead")
+    parser.add_argument("--dry-run", action="store_true", help="print the config instead of writing it")
+    parser.add_argument("--force", action="store_true", help="replace an existing file (a backup is kept beside it)")
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        help="the project whose own files are read (.mcp.json, .cursor/, .vscode/, .gemini/); default: here",
+    )
+    return parser
+
+
+class _Usage(Exception):
+    pass
+
+
+def _clients(words: list[str] | None) -> list[Client]:
+    from mcp_patchbay.clients.locations import CLIENT_IDS, CLIENTS, client_named
+
+    if not words:
+        return list(CLIENTS)
+    chosen: list[Client] = []
+    for word in (w for item in words for w in item.split(",") if w.strip()):
+        client = client_named(word)
+        if client is None:
+            raise _Usage(f"--from: unknown client {word!r}; the clients are {', '.join(CLIENT_IDS)}")
+        if client not in chosen:
+            chosen.append(client)
+    return chosen
+
+
+def origin_of(place: Place, env: Environment) -> str:
+    """Where an entry came from, for people: the client and its file (and the project, for Claude
+    Code's per-project servers in ``~/.claude.json``)."""
+    from mcp_patchbay.clients.locations import CLIENTS
+
+    title = next(c.title for c in CLIENTS if c.id == place.client)
+    where = f"{title} {env.shorten(place.file)}"
+    if place.scope == "local":
+        where += f" (project {place.keys[1]})"
+    return where
+
+
+def config_text(servers: list[Server]) -> str:
+    """The config ``import`` writes: the servers, and the name the proxy is registered under."""
+    document: dict[str, Any] = {
+        "mcpServers": {server.name: server.entry for server in servers},
+        "patchbay": {"registered_as": REGISTERED_AS},
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _report(servers: list[Server], found: Survey, env: Environment, out: TextIO) -> None:
+    """A line per server, then what was merged, renamed, skipped or left out (see the module doc)."""
+    clients = {s.place.client for server in servers for s in server.sources}
+    print(f"Found {len(servers)} server{'s' * (len(servers) != 1)} in {len(clients)} client(s):", file=out)
+    width = max(len(s.name) for s in servers)
+    for server in servers:
+        origins = server.entry["origin"]
+        print(f"  {server.name:<{width}}  {server.transport:<5}  {origins}", file=out)
+    for server in servers:
+        if len(server.sources) > 1:
+            titles = list(dict.fromkeys(_title(s.place.client) for s in server.sources))
+            print(f"Merged: {server.name}: the same server in {_and(titles)}", file=out)
+    for server in servers:
+        if server.renamed_from is not None:
+            print(
+                f"Renamed: {_title(server.sources[0].place.client)}'s {server.renamed_from!r} is {server.name!r}: "
+                f"another {server.renamed_from!r} (different command or address) keeps that name",
+                file=out,
+            )
+    for skipped in found.skipped:
+        print(f"Skipped: {skipped.name} in {origin_of(skipped.place, env)}: {skipped.reason}", file=out)
+    for server in servers:
+        for source in server.sources[:1]:
+            dropped = source.normalized.dropped
+            if dropped:
+                items = "; ".join(f"{key!r} ({why})" for key, why in dropped.items())
+                print(f"Left out of {server.name}: {items}", file=out)
+            for note in source.normalized.notes:
+                print(f"Note: {server.name} {note}", file=out)
+
+
+def _title(client: str) -> str:
+    from mcp_patchbay.clients.locations import CLIENTS
+
+    return next(c.title for c in CLIENTS if c.id == client)
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _not_found(found: Survey, clients: list[Client], env: Environment) -> list[str]:
+    """The clients none of whose files exist (or hold servers), with where they were looked for."""
+    lines: list[str] = []
+    for client in clients:
+        places = [(p, held) for p, held in found.looked if p.client == client.id]
+        if not any(held for _, held in places):
+            files = list(dict.fromkeys(env.shorten(p.file) for p, _ in places))
+            lines.append(f"{client.title} ({', '.join(files)})")
+    return lines
+
+
+def _next_steps(servers: list[Server], target: Path, default: bool, out: TextIO) -> None:
+    config = "" if default else f" {target}"
+    option = "" if default else f" --config {target}"
+    clients = list(dict.fromkeys(s.place.client for server in servers for s in server.sources))
+    check = f"mcp-patchbay check{config}"
+    install = f"mcp-patchbay install CLIENT{option} --replace"
+    width = max(len(check), len(install))
+    print("Next:", file=out)
+    print(f"  {check:<{width}}  connects to each server once and says what it serves", file=out)
+    print(f"  {install:<{width}}  registers the proxy in a client, taking out the servers it now serves", file=out)
+    print(f"  {'':<{width}}  CLIENT: {', '.join(clients)} (where servers were found)", file=out)
+
+
+def main(argv: list[str], env: Environment, out: TextIO, err: TextIO) -> int:
+    """``import`` with the clients' files found from ``env``; the report on ``out``, problems on ``err``."""
+    from mcp_patchbay import places
+    from mcp_patchbay.clients.files import backup, write_atomic
+    from mcp_patchbay.clients.merging import merge
+    from mcp_patchbay.clients.reading import survey
+    from mcp_patchbay.config import ConfigError, load_config, parse_config
+
+    args = _parser().parse_args(argv)
+    try:
+        clients = _clients(args.clients)
+    except _Usage as exc:
+        print(f"mcp-patchbay import: {exc}", file=err)
+        return EXIT_CONFIG
+    found = survey(env, [c.id for c in clients])
+    if found.unreadable:
+        for item in found.unreadable:
+            print(f"mcp-patchbay import: cannot read {item.file}: {item.problem}", file=err)
+        print(
+            "Nothing written. Fix the file, or leave its client out with --from (the others: "
+            "mcp-patchbay import --from CLIENT ...).",
+            file=err,
+        )
+        return EXIT_CONFIG
+    servers = merge(found.found, lambda place: origin_of(place, env))
+    missing = _not_found(found, clients, env)
+    if not servers:
+        for skipped in found.skipped:
+            print(f"Skipped: {skipped.name} in {origin_of(skipped.place, env)}: {skipped.reason}", file=out)
+        looked = ", ".join(list(dict.fromkeys(env.shorten(p.file) for p, _ in found.looked)))
+        print(f"No MCP servers found. Looked in: {looked}.", file=out)
+        print("Nothing written. Add servers to a client first, or write a config by hand (README).", file=out)
+        return EXIT_NOTHING
+    _report(servers, found, env, out)
+    if missing:
+        print(f"No servers in: {'; '.join(missing)}", file=out)
+
+    default = args.output is None
+    target = (places.default_config() if default else Path(args.output)).absolute()
+    text = config_text(servers)
+    parse_config(text, target, os.environ)  # a mistake of ours raises here, before anything is written
+    if args.dry_run:
+        print(f"Dry run: this is what would be written to {target}; nothing was written.", file=out)
+        out.write(text)
+        return EXIT_DONE
+    kept: Path | None = None
+    if target.exists():
+        if not args.force:
+            print(
+                f"mcp-patchbay import: {target} already exists; nothing written. Add --force to replace it "
+                "(a backup is kept beside it), -o PATH to write elsewhere, or --dry-run to see the result.",
+                file=err,
+            )
+            return EXIT_CONFIG
+        kept = backup(target)
+    try:
+        write_atomic(target, text.encode("utf-8"))
+        config = load_config(target)
+    except OSError as exc:
+        print(f"mcp-patchbay import: cannot write {target}: {exc.strerror or exc}", file=err)
+        return EXIT_CONFIG
+    except ConfigError as exc:
+        print(f"mcp-patchbay import: the file written does not load back:\n{exc}", file=err)
+        return EXIT_CONFIG
+    written = f"Wrote {target} ({len(servers)} server{'s' * (len(servers) != 1)})"
+    print(written + (f"; the file it replaced is kept as {kept}." if kept else "."), file=out)
+    for entry in config.servers:
+        if entry.spec is None and entry.problem:
+            print(f"Will not start until fixed: {entry.name}: {entry.problem}", file=out)
+    _next_steps(servers, target, default, out)
+    return EXIT_DONE
+
+
+def run(command: str, argv: list[str]) -> int:
+    """The ``import`` command (``cli.main`` hands over the words after it)."""
+    from mcp_patchbay.clients.locations import Environment
+
+    try:
+        project = _project(argv)
+    except _Usage as exc:
+        print(f"mcp-patchbay {command}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return main(argv, Environment.current(project), sys.stdout, sys.stderr)
+
+
+def _project(argv: list[str]) -> Path | None:
+    """``--project DIR`` read ahead of the rest (it settles where the clients' project files are)."""
+    args, _ = _parser().parse_known_args(argv)
+    if args.project is None:
+        return None
+    folder = Path(args.project).expanduser()
+    if not folder.is_dir():
+        raise _Usage(f"--project: no such folder: {folder}")
+    return folder
