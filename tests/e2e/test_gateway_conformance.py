@@ -127,7 +127,7 @@ def wait_until(check: Callable[[], bool], what: str, process: subprocess.Popen[b
             pass
         if time.monotonic() > deadline:
             pytest.fail(f"{what}: not ready within {START_TIMEOUT:.0f}s\n{log.read_text()[-4000:]}")
-        time.sleep(0.1)
+        time.sleep(0.1)  # a poll, not ordering: the condition is another process's (a file, an HTTP answer)
 
 
 def ready(url: str) -> bool:
