@@ -171,7 +171,7 @@ def test_permissions_are_kept_and_a_backup_is_taken(env: Environment) -> None:
     (backup,) = path.parent.glob("settings.json.patchbay-backup-*")
     assert backup.read_bytes() == before
     assert f"backup of the file before: {backup}" in out
-    assert "run 'gemini mcp list': it should list 'patchbay' as connected" in out
+    assert "run 'gemini mcp list' in a folder Gemini trusts: it should say patchbay: ... Connected" in out
 
 
 def test_installing_twice_is_nothing_to_do_and_a_second_config_updates_the_entry(

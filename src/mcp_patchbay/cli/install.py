@@ -37,8 +37,13 @@ NAME_CHARS = re.compile(r"[A-Za-z0-9_-]+\Z")
 MIN_STARTUP_TIMEOUT = 30
 """Codex's ``startup_timeout_sec`` for the proxy, at least (Codex's own default is 10 s, less than
 the proxy's ``startup_wait`` plus a slow upstream's start)."""
-CHECK_COMMANDS = {"claude-code": "claude mcp list", "gemini": "gemini mcp list", "codex": "codex mcp list"}
-"""What shows the proxy connected, for the clients that have a command for it."""
+CHECK_COMMANDS = {
+    "claude-code": "run 'claude mcp list': it should say {name}: ... Connected",
+    "gemini": "run 'gemini mcp list' in a folder Gemini trusts: it should say {name}: ... Connected",
+    "codex": "run 'codex mcp list': it should list {name} as enabled (Codex connects when a session starts)",
+}
+"""What shows the proxy registered, for the clients that have a command for it (seen with Claude Code
+2.1, Gemini CLI 0.61 and Codex 0.169)."""
 
 
 class _Refused(Exception):
@@ -253,7 +258,7 @@ def install(args: argparse.Namespace, env: Environment, launch: Launch, out: Tex
         )
     _running_hint(client, env, out)
     check = CHECK_COMMANDS.get(client.id)
-    shown = f"run '{check}': it should list {name!r} as connected" if check else f"open {client.title}'s MCP servers"
+    shown = check.format(name=name) if check else f"look for {name!r} among {client.title}'s MCP servers"
     print(f"Next: {shown}; 'mcp-patchbay uninstall {client.id}' undoes this.", file=out)
     return EXIT_DONE
 
