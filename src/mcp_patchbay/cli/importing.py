@@ -209,7 +209,11 @@ def main(argv: list[str], env: Environment, out: TextIO, err: TextIO) -> int:
     default = args.output is None
     target = (places.default_config() if default else Path(args.output)).absolute()
     text = config_text(servers)
-    parse_config(text, target, os.environ)  # a mistake of ours raises here, before anything is written
+    try:
+        parse_config(text, target, os.environ)  # a mistake of ours shows here, before anything is written
+    except ConfigError as exc:
+        print(f"mcp-patchbay import: the config made is not valid; nothing written:\n{exc}", file=err)
+        return EXIT_CONFIG
     if args.dry_run:
         print(f"Dry run: this is what would be written to {target}; nothing was written.", file=out)
         out.write(text)

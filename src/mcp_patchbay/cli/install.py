@@ -171,6 +171,8 @@ def _write_checked(place: Place, text: str, name: str, entry: dict[str, Any] | N
     if not good:
         if kept is not None:
             write_atomic(path, Path(kept).read_bytes())
+        else:
+            path.unlink(missing_ok=True)
         raise _Refused(f"{path} did not read back as written; the file is as it was before")
     return str(kept) if kept is not None else None
 

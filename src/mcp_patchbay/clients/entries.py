@@ -168,7 +168,7 @@ def normalize(client: str, raw: object, *, project: str | None = None, home: str
         data["url"] = data.pop("httpUrl")
         declared = "http"
     if client == "codex":
-        _codex(data, entry, dropped)
+        _codex(data, entry)
 
     raw_type = data.pop("type", data.pop("transportType", None))
     if raw_type is not None:
@@ -232,7 +232,7 @@ def _title(client: str) -> str:
     return next((c.title for c in CLIENTS if c.id == client), client)
 
 
-def _codex(data: dict[str, object], entry: dict[str, Any], dropped: dict[str, str]) -> None:
+def _codex(data: dict[str, object], entry: dict[str, Any]) -> None:
     """Codex's ``[mcp_servers.NAME]`` keys that have no like elsewhere, taken out of ``data``."""
     headers: dict[str, str] = {}
     token = data.pop("bearer_token_env_var", None)
