@@ -18,6 +18,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_patchbay.config import parse_config
 from mcp_patchbay.early_handshake import HANDSHAKE_VERSIONS, EarlyHandshake, Handover, initialize_answer
 from tests.harness import MemoryUpstreams, config_from, proxy_transport, running_proxy
 
@@ -61,17 +62,60 @@ def test_params_the_sdk_would_refuse_are_left_to_it(params: dict[str, Any]) -> N
     assert initialize_answer(1, params) is None
 
 
-def test_the_sdks_answer_to_a_request_answered_early_is_dropped_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_sdks_answer_to_a_request_answered_early_is_not_sent_again(caplog: pytest.LogCaptureFixture) -> None:
     given = initialize_answer("a", initialize("2025-06-18")["params"])
     assert given is not None
     handover = Handover(answered={"a": given})
-    assert not handover.drop_answer({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
-    assert not handover.drop_answer({"jsonrpc": "2.0", "id": "b", "result": {}})
-    assert handover.drop_answer(dict(given)) and "differs" not in caplog.text
-    assert not handover.drop_answer(dict(given))  # once only: a later answer with that id is not ours
+    assert handover.take_answer({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}) is None
+    assert handover.take_answer({"jsonrpc": "2.0", "id": "b", "result": {}}) is None
+    assert handover.take_answer(dict(given)) == [] and "differs" not in caplog.text
+    assert handover.take_answer(dict(given)) is None  # once only: a later answer with that id is not ours
     handover.answered["c"] = given
-    assert handover.drop_answer({"jsonrpc": "2.0", "id": "c", "result": {}})
+    assert handover.take_answer({"jsonrpc": "2.0", "id": "c", "result": {}}) == []
     assert "differs from the SDK's" in caplog.text
+
+
+def test_a_listing_that_changed_since_it_was_given_is_followed_by_list_changed() -> None:
+    listed = {"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "a"}]}}
+    handover = Handover(answered={2: listed})
+    assert handover.take_answer({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "b"}]}}) == [
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    ]
+    handover.answered[3] = {**listed, "id": 3}
+    assert handover.take_answer({**listed, "id": 3}) == []
+
+
+def test_the_early_search_listing_is_the_proxys_own() -> None:
+    """What early_handshake lists in search mode equals what the proxy lists once the SDK is up
+    and no upstream has answered yet (exposure builds its tools from the same own_tools)."""
+    from mcp_patchbay.catalog import Catalog
+    from mcp_patchbay.exposure import Exposure
+    from mcp_patchbay.own_tools import early_search_listing
+
+    document: dict[str, Any] = {
+        "mcpServers": {"github": {"command": "x"}, "off": {"command": "x", "disabled": True}},
+        "servers": {"docs": {"url": "https://example.com/mcp"}},
+        "patchbay": {"expose": "search", "separator": "_"},
+    }
+    config = parse_config(json.dumps(document), Path("/virtual/patchbay.json"), environ={})
+    early = early_search_listing(document)
+    assert early is not None
+    # Before any upstream answered: an empty catalog, every server not disabled described without
+    # instructions, in config order (exposure.described_servers).
+    proxied = Exposure(config.settings).listing(Catalog(), {"github": None, "docs": None})
+    assert early == [t.model_dump(by_alias=True, mode="json", exclude_unset=True) for t in proxied]
+
+
+@pytest.mark.parametrize(
+    "patchbay",
+    [{}, {"expose": "auto"}, {"expose": "search", "status_tool": True}, {"expose": "search", "separator": "::"}],
+)
+def test_no_early_listing_unless_the_config_alone_says_what_it_is(patchbay: dict[str, Any]) -> None:
+    from mcp_patchbay.own_tools import early_search_listing
+
+    assert early_search_listing({"mcpServers": {"a": {"command": "x"}}, "patchbay": patchbay}) is None
+    always = {"mcpServers": {"a": {"command": "x", "tools": {"always_list": ["*"]}}}, "patchbay": {"expose": "search"}}
+    assert early_search_listing(always) is None
 
 
 def read_lines(fd: int, count: int) -> list[dict[str, Any]]:
@@ -172,6 +216,42 @@ def test_a_real_start_answers_initialize_before_the_sdk_is_loaded_and_serves_on(
         )
         assert [t["name"] for t in listed["result"]["tools"]] == ["patchbay__status"]
         assert status["id"] == 3 and not status["result"].get("isError")
+    finally:
+        stop(process)
+
+
+def test_in_search_mode_a_first_listing_is_answered_before_the_sdk_and_corrected_by_list_changed(
+    tmp_path: Path,
+) -> None:
+    """Sent at once, as a client sends them: initialize and tools/list are both answered early;
+    when the upstream's tools then change find_tools' description, the client is told."""
+    config = tmp_path / "patchbay.json"
+    time_server = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    document = {
+        "mcpServers": {"time": {"command": time_server[0], "args": time_server[1:]}},
+        "patchbay": {"expose": "search", "watch": False},
+    }
+    config.write_text(json.dumps(document))
+    process = spawn(config)
+    try:
+        started = time.monotonic()
+        answers = exchange(
+            process,
+            initialize("2025-06-18"),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            answers=2,
+        )
+        assert [a["id"] for a in answers] == [1, 2]
+        [find, call] = answers[1]["result"]["tools"]
+        assert (find["name"], call["name"]) == ("patchbay__find_tools", "patchbay__call_tool")
+        assert "- time (0): not available now" in find["description"]
+        assert process.stdout is not None
+        changed = json.loads(process.stdout.readline())  # once the time server has listed its tools
+        assert changed["method"] == "notifications/tools/list_changed", changed
+        [relisted] = exchange(process, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, answers=1)
+        assert "- time (2): " in relisted["result"]["tools"][0]["description"]
+        assert time.monotonic() - started < 30
     finally:
         stop(process)
 

@@ -216,7 +216,11 @@ async def stdio_streams(
         async with write_reader:
             async for session_message in write_reader:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                if handed.answered and handed.drop_answer(json.loads(data)):
+                instead = handed.take_answer(json.loads(data)) if handed.answered else None
+                if instead is not None:
+                    for message in instead:
+                        writer.write(encode(message))
+                    await writer.drain()
                     continue
                 writer.write(data.encode() + b"\n")
                 await writer.drain()

@@ -13,7 +13,9 @@ only when the name travels as data. ``patchbay.expose`` picks the listing:
 - ``"auto"`` (default): search once the merged catalog has more than
   ``patchbay.search_threshold`` tools, all tools below it.
 
-``find_tools`` waits for startup as ``tools/list`` does, searches an index built once per
+In search mode ``tools/list`` does not wait for the upstreams (its tools do not depend on
+them; ``find_tools``' description follows with ``list_changed``). ``find_tools`` waits for
+startup as an all-mode listing does, searches an index built once per
 catalog (``search.ToolIndex``), and names servers that cannot serve now but would have
 matched, with what to do. ``call_tool`` hands the name and arguments to the same
 ``Proxy.run_tool`` path as a direct call: resolution, suggestions, argument checks,
@@ -60,50 +62,17 @@ def listing_cost(tools: Sequence[types.Tool]) -> tuple[int, int]:
 
 
 def call_tool_definition(names: OwnTools, *, searching: bool = True) -> types.Tool:
-    """``call_tool``; in search mode it points at ``find_tools``, otherwise at the listed tools."""
-    where = f"Find the tool and its arguments with {names.find_tools} first." if searching else ""
-    source = "as find_tools gave it" if searching else "as the tool list shows it"
-    return types.Tool(
-        name=names.call_tool,
-        description=(
-            f"Call a tool of the servers behind this proxy by its name. {where} A mistaken or partial name is "
-            "resolved when it is unambiguous; otherwise the answer suggests names."
-        ).replace("  ", " "),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": f"The tool's name, {source}."},
-                "arguments": {"type": "object", "description": "The tool's arguments, matching its inputSchema."},
-            },
-            "required": ["name"],
-        },
-    )
+    """``call_tool`` (``own_tools`` owns its definition)."""
+    from mcp_patchbay.own_tools import call_tool_json
+
+    return types.Tool.model_validate(call_tool_json(names, searching=searching), by_name=False)
 
 
 def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
-    from mcp_patchbay.search import DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA
+    """``find_tools`` (``own_tools`` owns its definition)."""
+    from mcp_patchbay.own_tools import find_tools_json
 
-    return types.Tool(
-        name=names.find_tools,
-        description=description,
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "What you need to do, in a few words, or a tool name.",
-                },
-                "limit": {
-                    "type": "integer",
-                    "description": f"How many tools to return, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
-                },
-                "server": {"type": "string", "description": "Search only this server's tools."},
-            },
-            "required": ["query"],
-        },
-        output_schema=OUTPUT_SCHEMA,
-        annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
-    )
+    return types.Tool.model_validate(find_tools_json(names, description), by_name=False)
 
 
 class Exposure:

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     # Serving on stdio: answer the client's initialize before anything else (early_handshake),
     # then start the plain stdio upstreams before even the config check imports pydantic
     # (spawn.early); the checked config then keeps exactly those it would launch itself.
-    handshake = EarlyHandshake.start_if_possible() if on_stdio else None
+    handshake = EarlyHandshake.start_if_possible(path) if on_stdio else None
     guessed = early(path) if options.command == "serve" else {}
     config_problem: str | None = None
     try:
