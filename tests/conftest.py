@@ -10,6 +10,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test reads the config of whoever runs the suite: the default config (``places``) is
-    looked for in an empty folder, in this process and in every process a test starts."""
+    """No test reads or writes the files of whoever runs the suite: the default config and the
+    data folder (``places``) are empty folders, in this process and every process a test starts."""
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))

@@ -106,6 +106,27 @@ def test_the_early_search_listing_is_the_proxys_own() -> None:
     assert early == [t.model_dump(by_alias=True, mode="json", exclude_unset=True) for t in proxied]
 
 
+def test_auto_mode_answers_early_when_the_last_start_of_the_file_was_over_the_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_patchbay import start_memory
+    from mcp_patchbay.own_tools import early_search_listing
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    config = tmp_path / "patchbay.json"
+    document: dict[str, Any] = {"mcpServers": {"a": {"command": "x"}}, "patchbay": {"search_threshold": 10}}
+    config.write_text(json.dumps(document))
+    assert start_memory.recall(config) is None
+    start_memory.remember(config, 11)
+    assert start_memory.recall(config) == 11
+    assert early_search_listing(document, start_memory.recall(config)) is not None
+    assert early_search_listing(document, 10) is None  # not over the threshold: all mode, which waits
+    assert early_search_listing({**document, "patchbay": {"expose": "all"}}, 500) is None
+    config.write_text(json.dumps(document) + " ")  # the file changed: what its last start found is void
+    os.utime(config, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))
+    assert start_memory.recall(config) is None
+
+
 @pytest.mark.parametrize(
     "patchbay",
     [{}, {"expose": "auto"}, {"expose": "search", "status_tool": True}, {"expose": "search", "separator": "::"}],

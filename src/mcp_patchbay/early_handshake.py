@@ -11,7 +11,8 @@ resources with subscriptions, prompts, all with ``listChanged``; completions; lo
 has no instructions, and the protocol version is negotiated as the SDK does (the version
 asked for when it is one of ``HANDSHAKE_VERSIONS``, else the latest).
 
-In search mode (``"expose": "search"`` in the file, read with ``json`` alone) the listing
+In search mode (``"expose": "search"`` in the file, read with ``json`` alone, or ``"auto"``
+when the last start of the file found more tools than its threshold: ``start_memory``) the listing
 does not depend on the upstreams either, so a ``tools/list`` that follows is answered here
 too (``own_tools.early_search_listing``), and so are ``prompts/list`` and ``resources/list``
 (and templates), empty until the upstreams bring theirs: a client that lists early (Claude
@@ -281,8 +282,9 @@ def _search_listing(config_path: str) -> list[dict[str, Any]] | None:
     try:
         document = json.loads(Path(config_path).read_text(encoding="utf-8-sig"))
         from mcp_patchbay.own_tools import early_search_listing
+        from mcp_patchbay.start_memory import recall
 
-        return early_search_listing(document)
+        return early_search_listing(document, recall(config_path))
     except Exception:  # anything odd: the SDK's path answers, as always
         logger.debug("no early listing", exc_info=True)
         return None

@@ -62,11 +62,13 @@ def find_tools_json(names: OwnTools, description: str) -> dict[str, Any]:
     }
 
 
-def early_search_listing(document: object) -> list[dict[str, Any]] | None:
+def early_search_listing(document: object, last_tools: int | None = None) -> list[dict[str, Any]] | None:
     """What a client lists before any upstream answered, read from the config file's JSON alone;
-    None unless that is certain: ``"expose": "search"``, no ``always_list``, no status tool, and
-    entries plain enough to name (a mistake the validated config finds is corrected by the
-    ``list_changed`` that follows a listing that differs: ``early_handshake.Handover``)."""
+    None unless it is search mode's: ``"expose": "search"``, or ``"auto"`` when the last start of
+    this file found more than ``search_threshold`` tools (``last_tools``, ``start_memory``); no
+    ``always_list``, no status tool, and entries plain enough to name. A wrong guess (the
+    validated config or the catalog says otherwise) is corrected by the ``list_changed`` that
+    follows a listing that differs (``early_handshake.Handover``)."""
     if not isinstance(document, dict):
         return None
     top = cast("dict[str, Any]", document)
@@ -75,7 +77,9 @@ def early_search_listing(document: object) -> list[dict[str, Any]] | None:
         return None
     patchbay = cast("dict[str, Any]", settings)
     separator = patchbay.get("separator", "__")
-    if patchbay.get("expose") != "search" or patchbay.get("status_tool") or not isinstance(separator, str):
+    expose, threshold = patchbay.get("expose", "auto"), patchbay.get("search_threshold", 40)
+    remembered = expose == "auto" and isinstance(threshold, int) and last_tools is not None and last_tools > threshold
+    if (expose != "search" and not remembered) or patchbay.get("status_tool") or not isinstance(separator, str):
         return None
     if not NAME_CHARS.match(separator) or len(separator) > 8:
         return None

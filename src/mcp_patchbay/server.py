@@ -227,6 +227,8 @@ class Proxy:
             await tg.start(self.supervisor.run)
             tg.start_soon(self.changes.run)
             tg.start_soon(self.tools.warm_index)
+            if not self.channel.shared:  # the gateway answers no listing early
+                tg.start_soon(self._remember_start)
             task_status.started()
 
     async def serve(
@@ -310,6 +312,25 @@ class Proxy:
         tools = self.views.tools_listing(self.views.view())
         self.changes.serving(ctx, "tools", tools)
         return types.ListToolsResult(tools=tools)
+
+    async def _remember_start(self) -> None:
+        """Keep the most tools the catalog has had in this run, for the next start's early listing
+        in ``auto`` mode (``start_memory``): a client may end the proxy before every upstream
+        has answered, so each new high is kept as it comes."""
+        import anyio.to_thread
+
+        from mcp_patchbay.start_memory import remember
+
+        grew = anyio.Event()
+        self.supervisor.listeners.append(lambda kinds: grew.set() if "tools" in kinds else None)
+        kept = 0
+        while True:
+            await grew.wait()
+            grew = anyio.Event()
+            count = len(self.supervisor.catalog.tools)
+            if count > kept and self.supervisor.config_problem is None:
+                kept = count
+                await anyio.to_thread.run_sync(remember, self.config.path, count)
 
     def _lists_upstream_tools(self) -> bool:
         """Whether search mode's listing holds tools of upstreams too (an ``always_list``)."""
