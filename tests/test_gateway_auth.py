@@ -470,13 +470,14 @@ async def test_a_verifier_that_raises_still_answers_401(monkeypatch: pytest.Monk
         assert calls == []
 
 
-# --- the README's examples -----------------------------------------------------------------
+# --- the documentation's examples ------------------------------------------------------------
 
 
 def _readme_gateway_examples() -> list[str]:
-    """The README's JSON examples that have a "gateway" object, as written there."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```json\n(.*?)```", readme, flags=re.DOTALL)
+    """The JSON examples that have a "gateway" object in docs/GATEWAY.md (the gateway's section of
+    the README until it moved there), as written there."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "GATEWAY.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```json\n(.*?)```", page, flags=re.DOTALL)
     return [block for block in blocks if '"gateway"' in block]
 
 
