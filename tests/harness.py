@@ -6,6 +6,7 @@ upstream servers running in this process (the shape of httpx's MockTransport).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -46,9 +47,15 @@ def error_info(result: types.CallToolResult) -> dict[str, Any]:
 async def until(condition: Callable[[], object], *, within: float = 5.0) -> None:
     """Return once ``condition()`` holds, checked at each pass of the event loop (not on a timer:
     for what other tasks are about to do; a wait on a clock waits on an event); TimeoutError
-    after ``within`` seconds."""
+    after ``within`` seconds. A condition that returns an awaitable (a question asked over HTTP)
+    is awaited: the asking itself is the pass."""
     with anyio.fail_after(within):
-        while not condition():
+        while True:
+            held = condition()
+            if inspect.isawaitable(held):
+                held = await held
+            if held:
+                return
             await anyio.lowlevel.checkpoint()
 
 

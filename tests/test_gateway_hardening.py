@@ -22,6 +22,7 @@ from mcp_patchbay.config import ConfigError
 from mcp_patchbay.config.gateway import listen_address
 from mcp_patchbay.gateway import app as app_module
 from mcp_patchbay.gateway.auth import build_auth
+from tests.harness import until
 from tests.jwt_util import FakeIssuer
 from tests.test_gateway import ALICE, BOB, client, gateway_config, result_text, running, upstreams
 
@@ -86,9 +87,10 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
                     assert result_text(await bob.call_tool("time__now", {})) == "12:00"
 
             # The server sees the streams end a moment after the client closed them.
-            with anyio.fail_after(5):
-                while (await open_session(http, ALICE)).status_code == 429:
-                    await anyio.sleep(0.02)
+            async def opens() -> bool:
+                return (await open_session(http, ALICE)).status_code != 429
+
+            await until(opens)
             # A 10,000-session loop of one token costs it its own old sessions, never more than its share.
             for _ in range(50):
                 assert (await open_session(http, ALICE)).status_code == 200
@@ -159,9 +161,7 @@ async def test_sessions_that_go_idle_are_counted_down() -> None:
     async with running(config, upstreams()) as (gateway, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
             assert (await open_session(http, ALICE)).status_code == 200
-            with anyio.fail_after(5):
-                while gateway.manager.sessions_of("alice (token)"):  # the idle timeout ends it
-                    await anyio.sleep(0.02)
+            await until(lambda: not gateway.manager.sessions_of("alice (token)"))  # the idle timeout ends it
             assert (await open_session(http, ALICE)).status_code == 200
 
 
@@ -226,9 +226,7 @@ async def test_clients_that_abort_their_bodies_log_no_error_and_no_traceback(cap
         def told() -> list[logging.LogRecord]:
             return [r for r in caplog.records if "went away mid-request" in r.getMessage() or _is_error(r)]
 
-        with anyio.fail_after(10):
-            while len(told()) < 20:  # each aborted request, logged one way or the other
-                await anyio.sleep(0.01)
+        await until(lambda: len(told()) >= 20, within=10)  # each aborted request, logged one way or the other
         async with client(base) as c:
             assert result_text(await c.call_tool("time__now", {})) == "12:00"
     errors = [r for r in caplog.records if _is_error(r)]
@@ -341,9 +339,11 @@ async def test_connections_past_max_connections_are_refused_at_once() -> None:
         finally:
             for stream in held:
                 await stream.aclose()
-        with anyio.fail_after(10):  # room again once the server has seen them go
-            while not (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 "):
-                await anyio.sleep(0.01)
+
+        async def room() -> bool:  # room again once the server has seen them go
+            return (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 ")
+
+        await until(room, within=10)
 
 
 # --- /metrics on a listener of its own ------------------------------------------------------------
