@@ -1,7 +1,7 @@
 """The benchmarks: how fast and how big the proxy is, measured against the same upstreams served directly.
 
-Benchmarks, not tests: nothing here is run by the test suite or asserted in CI (CI type-checks and
-lints it). Each module runs on its own as ``.venv/bin/python -m benchmarks.NAME --help``;
+Benchmarks, not tests: nothing here is run or asserted by the test suite (CI type-checks and lints
+it); the tests only borrow ``processes``, the one helper for processes, ports and ``/proc``. Each module runs on its own as ``.venv/bin/python -m benchmarks.NAME --help``;
 ``scripts/bench`` runs ``benchmarks.report``, which writes docs/PERFORMANCE.md.
 
 stdio proxy (``scripts/bench``):
@@ -9,7 +9,8 @@ stdio proxy (``scripts/bench``):
   (tables, ``report_template.md``), ``report_findings`` (the sentences, each shown only when its
   figures were measured) and ``doc_sections`` (the sections other benchmarks wrote, carried over).
 - ``calls``: per-call latency and throughput, direct and through the proxy (and FastMCP).
-- ``startup``: time to a complete ``tools/list``, 1 and 10 upstreams.
+- ``startup``: time to a complete ``tools/list``, 1 and 10 upstreams; the timelines from spawn to
+  ``initialize`` and the first ``tools/list`` answered, in all and in search mode.
 - ``memory``: the proxy's RSS over 100,000 calls.
 - ``stdio_profile``: CPU per call from /proc, a py-spy profile, import cost.
 - ``naming``: the name resolver's cost per call (run by path, also on an older commit's snapshot).

@@ -1,4 +1,4 @@
-"""Processes, free ports and ``/proc`` readings: the one copy the benchmarks share.
+"""Processes, free ports and ``/proc`` readings: the one copy the benchmarks and the tests share.
 
 Linux only, like the benchmarks (psutil is not a dependency). Every reading returns ``None``
 (or an empty list) for a process that is gone, never raises for it.
