@@ -340,19 +340,17 @@ def test_the_program_beside_the_interpreter_on_linux() -> None:
         "linux",
         executable="/h/.venv/bin/python",
         argv0="/h/.venv/bin/mcp-patchbay",
-        env={},
         exists=exists_in("/h/.venv/bin/mcp-patchbay"),
         which=lambda _: "/usr/bin/mcp-patchbay",
     )
     assert (launch.command, launch.args, launch.temporary) == ("/h/.venv/bin/mcp-patchbay", (), False)
 
 
-def test_windows_finds_the_exe_in_scripts_with_pathext() -> None:
+def test_windows_finds_the_exe_in_scripts() -> None:
     launch = find_launch(
         "win32",
         executable="C:\\Python312\\python.exe",
         argv0="",
-        env={"PATHEXT": ".COM;.EXE;.BAT"},
         exists=exists_in("C:\\Python312\\Scripts\\mcp-patchbay.exe"),
         which=lambda _: None,
     )
@@ -361,7 +359,6 @@ def test_windows_finds_the_exe_in_scripts_with_pathext() -> None:
         "win32",
         executable="C:\\app\\.venv\\Scripts\\python.exe",
         argv0="C:\\app\\.venv\\Scripts\\mcp-patchbay",
-        env={},
         exists=exists_in("C:\\app\\.venv\\Scripts\\mcp-patchbay.exe"),
         which=lambda _: None,
     )
@@ -374,21 +371,17 @@ def test_path_then_the_interpreter_itself_and_uvx_s_cache_is_named_temporary() -
         "darwin",
         executable="/usr/bin/python3",
         argv0="",
-        env={},
         exists=nowhere,
         which=lambda _: "/opt/bin/mcp-patchbay",
     )
     assert on_path.command == "/opt/bin/mcp-patchbay"
-    fallback = find_launch(
-        "linux", executable="/usr/bin/python3", argv0="", env={}, exists=nowhere, which=lambda _: None
-    )
+    fallback = find_launch("linux", executable="/usr/bin/python3", argv0="", exists=nowhere, which=lambda _: None)
     assert (fallback.command, fallback.args) == ("/usr/bin/python3", ("-m", "mcp_patchbay"))
     cached = "/home/a/.cache/uv/archive-v0/x/bin/mcp-patchbay"
     uvx = find_launch(
         "linux",
         executable="/home/a/.cache/uv/archive-v0/x/bin/python",
         argv0="",
-        env={},
         exists=exists_in(cached),
         which=lambda _: None,
     )

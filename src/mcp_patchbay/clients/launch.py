@@ -1,21 +1,22 @@
 """The command a client runs to start this installation of the proxy: an absolute path, per OS.
 
 ``mcp-patchbay`` is looked for beside the running interpreter (a virtualenv's ``bin``, Windows'
-``Scripts``), then as the program this process was started as, then on ``PATH`` (``shutil.which``,
-which tries ``PATHEXT``'s extensions on Windows); failing all, the interpreter itself with
-``-m mcp_patchbay``. The lookups come in as functions so each OS's branch is tested anywhere.
+``Scripts``, where installers put ``mcp-patchbay.exe``), then as the program this process was started
+as, then on ``PATH`` (``spawn.which``, the proxy's one command lookup, with ``PATHEXT`` on Windows);
+failing all, the interpreter itself with ``-m mcp_patchbay``. The lookups come in as functions so each
+OS's branch is tested anywhere.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from mcp_patchbay.clients.locations import Platform
+from mcp_patchbay.spawn import which
 
 __all__ = ["Launch", "find_launch", "this_launch"]
 
@@ -31,14 +32,6 @@ class Launch:
     """The program lives in a cache that is emptied (``uvx``'s): the entry will break one day."""
 
 
-def _program_names(platform: Platform, env: Mapping[str, str]) -> list[str]:
-    if platform != "win32":
-        return [PROGRAM]
-    extensions = [e.lower() for e in env.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").split(";") if e]
-    ordered = [".exe", *(e for e in extensions if e != ".exe")]
-    return [PROGRAM + e for e in ordered]
-
-
 def _temporary(path: str) -> bool:
     spelt = path.replace("\\", "/").lower()
     return "/.cache/uv/" in spelt or "/uv/cache/" in spelt or "/archive-v" in spelt
@@ -49,13 +42,12 @@ def find_launch(
     *,
     executable: str,
     argv0: str,
-    env: Mapping[str, str],
     exists: Callable[[PurePath], bool],
     which: Callable[[str], str | None],
 ) -> Launch:
     """How to start the proxy (see the module doc); ``exists`` and ``which`` do the looking."""
     path = PureWindowsPath if platform == "win32" else PurePosixPath
-    names = _program_names(platform, env)
+    names = [PROGRAM + ".exe"] if platform == "win32" else [PROGRAM]  # pip's and uv's launchers are .exe
     interpreter = path(executable)
     folders = [interpreter.parent]
     if platform == "win32":
@@ -80,7 +72,6 @@ def this_launch() -> Launch:
         platform,
         executable=str(Path(sys.executable).absolute()),  # not resolved: a virtualenv's python is a symlink
         argv0=str(Path(sys.argv[0]).absolute()) if sys.argv and sys.argv[0] else "",
-        env=os.environ,
         exists=lambda p: Path(p).is_file(),
-        which=shutil.which,
+        which=lambda name: which(name, os.environ),
     )
