@@ -163,6 +163,10 @@ class Proxy:
         """One tool call, whatever way it came (``call_path.ToolPath.run``)."""
         self.server = self._build_server()
         self.lane = CallLane(self.run_tool)
+        self.remembers_start = not shared
+        """Whether this run keeps its catalog's size for the next start's early listing
+        (``start_memory``): not the gateway's (it answers no listing early), nor a run on part
+        of the config (``mcp-patchbay call`` starting only the server a name names)."""
 
     @property
     def on_call(self) -> CallObserver | None:
@@ -227,7 +231,7 @@ class Proxy:
             await tg.start(self.supervisor.run)
             tg.start_soon(self.changes.run)
             tg.start_soon(self.tools.warm_index)
-            if not self.channel.shared:  # the gateway answers no listing early
+            if self.remembers_start:
                 tg.start_soon(self._remember_start)
             task_status.started()
 
