@@ -478,3 +478,14 @@ async def test_a_missing_command_is_told_with_where_it_was_looked_for_and_what_n
     assert (
         err[2] == '  next: install gone-mcp, or fix the entry "gone" in /virtual/patchbay.json ("command": a full path)'
     )
+
+
+async def test_a_run_on_part_of_the_config_is_not_remembered_as_a_start() -> None:
+    """Regression: ``call`` starting only the server a name names kept that one server's tool count
+    as the config's last start (``start_memory``), so the next start in auto mode guessed from it."""
+    config, upstreams = _world()
+    with anyio.fail_after(WITHIN):
+        async with tools.running(config, only={"svc"}, connector=upstreams) as proxy:
+            assert not proxy.remembers_start
+        async with tools.running(config, connector=upstreams) as proxy:
+            assert proxy.remembers_start  # every server: a start like any
