@@ -9,7 +9,7 @@ from pathlib import PurePath, PurePosixPath, PureWindowsPath
 
 import pytest
 
-from mcp_patchbay.clients.entries import content, launches_patchbay, normalize, proxy_entry
+from mcp_patchbay.clients.entries import content, normalize, proxy_entry
 from mcp_patchbay.clients.formats import (
     dump_json,
     editable_json,
@@ -24,6 +24,7 @@ from mcp_patchbay.clients.locations import CLIENTS, Environment, client_named, i
 from mcp_patchbay.clients.merging import merge
 from mcp_patchbay.clients.reading import Found
 from mcp_patchbay.clients.running import matches
+from mcp_patchbay.config.selfref import launches_patchbay
 
 
 def files(env: Environment, client: str) -> list[str]:

@@ -673,12 +673,15 @@ def _self_ref_cases(cfg: Path) -> list[tuple[dict[str, Any], dict[str, str], boo
         ({"command": "mcp-patchbay", "env": {"PATCHBAY_CONFIG": c}}, {}, True),
         ({"command": "mcp-patchbay"}, {"PATCHBAY_CONFIG": c}, True),
         ({"command": "mcp-patchbay", "args": ["--config", c], "disabled": True}, {}, True),
+        ({"command": "/opt/bin/mcp-patchbay", "args": [c]}, {}, True),  # install's own form: positional
+        ({"command": "mcp-patchbay", "args": ["serve", "--log-level", "INFO", c]}, {}, True),
         # Not the same file, or not patchbay.
         ({"command": "mcp-patchbay", "args": ["--config", c + ".other"]}, {}, False),
         ({"command": "mcp-patchbay", "args": ["--config", c + ".other"]}, {"PATCHBAY_CONFIG": c}, False),
         ({"command": "mcp-patchbay", "env": {"PATCHBAY_CONFIG": "/elsewhere.json"}}, {"PATCHBAY_CONFIG": c}, False),
         ({"command": "mcp-patchbay"}, {}, False),
-        ({"command": "mcp-patchbay", "args": ["--", "--config", c]}, {}, False),
+        ({"command": "mcp-patchbay", "args": ["--", "--config", c]}, {}, False),  # two "config files": refused
+        ({"command": "mcp-patchbay", "args": ["--log-file", c, "other.json"]}, {}, False),  # c is the log file
         ({"command": "python3", "args": ["-m", "other_module", "--config", c]}, {}, False),
         ({"command": "python3", "args": ["script.py", "-m", "mcp_patchbay", "--config", c]}, {}, False),
         ({"command": "python3", "args": ["-c", "import mcp_patchbay", "--config", c]}, {}, False),

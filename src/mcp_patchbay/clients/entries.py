@@ -34,7 +34,6 @@ __all__ = [
     "INPUT_VARIABLE",
     "Normalized",
     "content",
-    "launches_patchbay",
     "normalize",
     "proxy_entry",
 ]
@@ -304,14 +303,6 @@ def content(entry: Mapping[str, Any]) -> dict[str, Any]:
     if same.get("type") == "http" and "url" in same:
         del same["type"]  # 'http' is the default for a url
     return same
-
-
-def launches_patchbay(command: str, args: list[str] | tuple[str, ...]) -> bool:
-    """Whether the command line runs patchbay itself (any config): ``mcp-patchbay ...``,
-    ``python -m mcp_patchbay``, ``uvx mcp-patchbay``, ... (read as ``config.selfref`` reads it)."""
-    from mcp_patchbay.config.selfref import _patchbay_args  # pyright: ignore[reportPrivateUsage]
-
-    return _patchbay_args(command, args) is not None
 
 
 def proxy_entry(client: str, command: str, args: list[str], startup_timeout: int) -> dict[str, Any]:

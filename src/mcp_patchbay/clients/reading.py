@@ -13,9 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
-from mcp_patchbay.clients.entries import Normalized, launches_patchbay, normalize
+from mcp_patchbay.clients.entries import Normalized, normalize
 from mcp_patchbay.clients.formats import FormatError, objects_at, parse
 from mcp_patchbay.clients.locations import Environment, Place, places_of
+from mcp_patchbay.config.selfref import launches_patchbay
 
 __all__ = ["Found", "Skipped", "Survey", "Unreadable", "read_place", "survey"]
 

@@ -3,8 +3,10 @@
 Such an entry would start a proxy that starts the entry again, without end. The command
 line is read the way it would run: ``mcp-patchbay ...``, ``python -m mcp_patchbay ...``,
 ``uvx mcp-patchbay ...``, ``uv run`` / ``uv tool run`` / ``pipx run``; the config it would
-be given (``--config``, ``-c``, else ``PATCHBAY_CONFIG`` from the entry's ``env`` or the
-environment) is resolved against the entry's ``cwd`` and compared with this file.
+be given (``--config``, ``-c``, the positional one, else ``PATCHBAY_CONFIG`` from the entry's
+``env`` or the environment, else the default config, ``places.default_config``) is resolved
+against the entry's ``cwd`` and compared with this file. ``launches_patchbay`` says whether
+a command line runs patchbay at all (``import`` leaves such entries out).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from mcp_patchbay.config.models import StdioSpec
 
-__all__ = ["launches_same_config"]
+__all__ = ["launches_patchbay", "launches_same_config"]
 
 _PYTHON = re.compile(r"(?:pythonw?[0-9.]*|py)\Z")
 _MODULES: Final = frozenset({"mcp_patchbay", "mcp_patchbay.__main__"})
@@ -112,25 +114,59 @@ def _patchbay_args(command: str, args: Sequence[str]) -> Sequence[str] | None:
     return None
 
 
+def launches_patchbay(command: str, args: Sequence[str]) -> bool:
+    """Whether this command line runs patchbay (any config, any subcommand)."""
+    return _patchbay_args(command, args) is not None
+
+
+_VALUE_OPTIONS: Final = ("--log-level", "--log-file", "--log-format", "--http", "--as")
+"""patchbay's options that take the next argument as their value (besides the config's)."""
+_COMMANDS: Final = frozenset({"serve", "check"})
+
+
+def _config_argument(argv: Sequence[str]) -> str | None:
+    """The config file the cli would read from these arguments, as its argparse reads them: the
+    last ``--config``/``-c``, else the positional one (after an optional command)."""
+    target: str | None = None
+    words: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        option, equals, value = arg.partition("=")
+        if arg == "--":
+            words.extend(argv[i + 1 :])
+            break
+        if len(option) >= 3 and "--config".startswith(option):  # argparse accepts unique prefixes
+            target = value if equals else (argv[i + 1] if i + 1 < len(argv) else None)
+            skip = not equals
+        elif arg == "-c":
+            target = argv[i + 1] if i + 1 < len(argv) else None
+            skip = True
+        elif arg.startswith("-c"):
+            target = arg[2:]
+        elif arg.startswith("-"):
+            skip = option in _VALUE_OPTIONS and not equals
+        else:
+            words.append(arg)
+    if words and words[0] in _COMMANDS:
+        words = words[1:]
+    if len(words) > 1:
+        return None  # the cli refuses two config files: it launches nothing
+    return target or (words[0] if words else None)
+
+
 def launches_same_config(spec: StdioSpec, config_path: Path, environ: Mapping[str, str]) -> bool:
     """Whether ``spec`` would run patchbay with the config file at ``config_path``."""
     argv = _patchbay_args(spec.command, spec.args)
     if argv is None:
         return False
-    target: str | None = None
-    for i, arg in enumerate(argv):  # as the cli's argparse reads them; the last one wins
-        option, equals, value = arg.partition("=")
-        if arg == "--":
-            break
-        if len(option) >= 3 and "--config".startswith(option):  # argparse accepts unique prefixes
-            target = value if equals else (argv[i + 1] if i + 1 < len(argv) else None)
-        elif arg == "-c":
-            target = argv[i + 1] if i + 1 < len(argv) else None
-        elif arg.startswith("-c"):
-            target = arg[2:]
-    target = target or spec.env.get("PATCHBAY_CONFIG") or environ.get("PATCHBAY_CONFIG")
+    target = _config_argument(argv) or spec.env.get("PATCHBAY_CONFIG") or environ.get("PATCHBAY_CONFIG")
     if not target:
-        return False
+        from mcp_patchbay import places
+
+        target = str(places.default_config())
     try:
         base = Path(spec.cwd) if spec.cwd else Path.cwd()
         return (base / target).resolve() == config_path.resolve()
