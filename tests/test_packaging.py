@@ -14,6 +14,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import mcp_patchbay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,6 +95,8 @@ def test_the_dev_extra_can_build_and_check_a_release() -> None:
 
 
 def test_the_release_workflow_publishes_tags_with_trusted_publishing() -> None:
+    if not (ROOT / ".git").exists() and not (ROOT / ".github").exists():
+        pytest.skip("an unpacked sdist: the release workflow is the repository's, not the sdist's")
     workflow = (ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8")
     assert 'tags: ["v*"]' in workflow
     assert "id-token: write" in workflow
