@@ -1,8 +1,9 @@
 """The benchmarks: how fast and how big the proxy is, measured against the same upstreams served directly.
 
 Benchmarks, not tests: nothing here is run or asserted by the test suite (CI type-checks and lints
-it); the tests only borrow ``processes``, the one helper for processes, ports and ``/proc``. Each module runs on its own as ``.venv/bin/python -m benchmarks.NAME --help``;
-``scripts/bench`` runs ``benchmarks.report``, which writes docs/PERFORMANCE.md.
+it); the tests only borrow ``processes``, the one helper for processes, ports and ``/proc``.
+Each module runs on its own as ``.venv/bin/python -m benchmarks.NAME --help``; ``scripts/bench``
+runs ``benchmarks.report``, which writes docs/PERFORMANCE.md.
 
 stdio proxy (``scripts/bench``):
 - ``report``: runs the parts below and writes docs/PERFORMANCE.md through ``report_render``

@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
         import importlib
 
         module = importlib.import_module(OWN_PARSER_COMMANDS[words[0]])
-        code: int = module.run(words[0], words[1:])
+        try:
+            code: int = module.run(words[0], words[1:])
+        except BrokenPipeError:  # `mcp-patchbay import --dry-run | head`: the reader has all it wanted
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         return code
     try:
         options = parse_options(argv)

@@ -1,6 +1,6 @@
 """The ``"patchbay"`` object of the config file: proxy-wide settings, each with its default.
 
-Every key's docstring is its description (the README's settings table says the same); a
+Every key's docstring is its description (``docs/CONFIG.md``'s settings table says the same); a
 value out of range is refused with the key's name by ``loading``.
 """
 
