@@ -474,7 +474,7 @@ async def test_a_missing_command_is_told_with_where_it_was_looked_for_and_what_n
     assert await _call(config, upstreams, CallRequest("gone__anything")) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("Server 'gone' could not start: its command was not found.")  # the proxy's text
-    assert err[1].startswith("  gone: failed: its command 'gone-mcp' was not found on PATH, nor in ")
+    assert err[1].startswith("  gone: failed: its command 'gone-mcp' was not found on PATH (") and ", nor in " in err[1]
     assert (
         err[2] == '  next: install gone-mcp, or fix the entry "gone" in /virtual/patchbay.json ("command": a full path)'
     )

@@ -23,8 +23,9 @@ def test_a_command_not_found_names_it_and_every_place_it_was_looked_for() -> Non
     said = for_person(
         entry(command="mcp-nope"), State.FAILED, error, connect_timeout=30, environ={"PATH": "/a/bin:/b/bin"}
     )
-    assert said.startswith("command 'mcp-nope' not found: looked in PATH (/a/bin:/b/bin) and beside patchbay (")
-    assert "give its full path in the 'command' of server 's'" in said and "Tell the user" not in said
+    assert said.startswith("failed: its command 'mcp-nope' was not found on PATH (/a/bin:/b/bin), nor in ")
+    assert said.endswith('; install mcp-nope, or fix the entry "s" ("command": a full path)')
+    assert "Tell the user" not in said
 
 
 @pytest.mark.parametrize(
@@ -34,21 +35,31 @@ def test_a_command_not_found_names_it_and_every_place_it_was_looked_for() -> Non
             {"command": "/opt/x"},
             Code.SPAWN_FAILED,
             "FileNotFoundError(2, '')",
-            "'/opt/x' does not exist: fix the 'command'",
+            'its command was not found: /opt/x; fix the entry "s" ("command")',
         ),
-        ({"command": "/etc/passwd"}, Code.SPAWN_FAILED, "PermissionError(13, '')", "'/etc/passwd' is not executable"),
-        ({"command": "x", "cwd": "/no/dir"}, Code.SPAWN_FAILED, "NotADirectoryError()", "working directory '/no/dir'"),
+        (
+            {"command": "/etc/passwd"},
+            Code.SPAWN_FAILED,
+            "PermissionError(13, '')",
+            "its command '/etc/passwd' is not executable",
+        ),
+        (
+            {"command": "x", "cwd": "/no/dir"},
+            Code.SPAWN_FAILED,
+            "NotADirectoryError()",
+            "its working directory does not exist: /no/dir",
+        ),
         (
             {"command": "python3"},
             Code.CONNECTION_FAILED,
             "exit code 3; last stderr lines:\n    Traceback\n    ImportError: no foo",
-            "'python3' exited during startup (exit code 3); its last words: Traceback / ImportError: no foo",
+            "it exited during startup (exit code 3); the last line on its stderr: ImportError: no foo; run it by hand",
         ),
         (
             {"command": "sleep", "args": ["9"]},
             Code.TIMEOUT,
             "TimeoutError()",
-            "did not complete the MCP handshake within 30s",
+            "did not complete the MCP handshake within 30 s",
         ),
         (
             {"url": "http://127.0.0.1:9/mcp"},
@@ -60,7 +71,7 @@ def test_a_command_not_found_names_it_and_every_place_it_was_looked_for() -> Non
             {"url": "https://x.invalid/mcp"},
             Code.CONNECTION_FAILED,
             "ConnectError('[Errno -2] Name or service not known')",
-            "the host 'x.invalid' could not be found (DNS)",
+            "the host of https://x.invalid/mcp could not be found (DNS)",
         ),
         ({"url": "https://h/mcp"}, Code.AUTH_FAILED, "HTTP 401", "refused the credentials (HTTP 401)"),
         ({"url": "https://h/"}, Code.PROTOCOL_ERROR, "HTTP 405", "answered HTTP 405: is it an MCP endpoint?"),
@@ -74,8 +85,10 @@ def test_each_failure_in_a_persons_words(fields: dict[str, Any], code: Code, det
 
 def test_states_that_are_no_failure() -> None:
     assert for_person(entry(command="x"), State.READY, None, connect_timeout=30) == ""
-    assert "disabled" in for_person(entry(command="x", disabled=True), State.DISABLED, None, connect_timeout=30)
+    assert for_person(entry(command="x", disabled=True), State.DISABLED, None, connect_timeout=30) == (
+        'disabled: its entry says "disabled": true'
+    )
     signin = for_person(
         entry(url="https://h/mcp"), State.SIGN_IN, None, connect_timeout=30, login_hint="mcp-patchbay login s"
     )
-    assert signin == "needs you to sign in: run mcp-patchbay login s"
+    assert signin == "needs sign-in: it asks you to sign in; run: mcp-patchbay login s"

@@ -1,43 +1,82 @@
 """What a person at a terminal is told of a server that cannot serve: the words of ``check``,
-``tools`` and ``call``, not the model's.
+``tools``, ``call`` and ``login``, not the model's.
 
 The model's texts (``errors``, ``availability``) say what to do next in a model's terms
 ("Tell the user to fix the server's 'command'") and never show paths or URLs. A person needs
 the opposite: which command was not found and where it was looked for, which URL refused
-the connection, which key of which file to change, and what to run next. ``for_person``
-builds that from the entry, the error's code and its developer detail. Pure: values in,
-values out (the search path is read from the environment given).
+the connection and on what address, which key of which file to change, and what to run
+next. ``diagnose`` builds that (``Diagnosis``: a label, why, what next) from the entry, its
+state, the error's code and its developer detail; ``for_person`` is the same as one line.
+Pure: values in, values out (the search path is read from the environment given).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_patchbay.availability import State
 from mcp_patchbay.errors import Code
+from mcp_patchbay.redaction import redact
 from mcp_patchbay.spawn import search_path
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import RemoteSpec, ServerEntry, StdioSpec
     from mcp_patchbay.errors import PatchbayError
+    from mcp_patchbay.upstream import Upstream
 
-__all__ = ["for_person"]
+__all__ = ["Diagnosis", "diagnose", "for_person", "of_upstream"]
 
 MAX_PATH_SHOWN = 300
 """Characters of a search path shown before it is cut."""
 
 
-def _at(server: str, field: str) -> str:
-    return f"the {field!r} of server {server!r}"
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """A server's state as a person reads it: ``label`` (ready, failed, needs sign-in, ...), why
+    (None when ready), and what to run or change next (None when nothing)."""
+
+    name: str
+    state: str
+    """``availability.State``'s value (``ready``, ``failed``, ``needs_sign_in``, ...)."""
+    label: str
+    why: str | None = None
+    next: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state in (State.READY.value, State.DISABLED.value)
+
+    def line(self) -> str:
+        return f"{self.label}: {self.why}" if self.why else self.label
+
+    def text(self) -> str:
+        """The whole of it in one line: why, then what next ("" when ready)."""
+        if self.state == State.READY.value:
+            return ""
+        return self.line() + (f"; {self.next}" if self.next else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.state, "label": self.label, "problem": self.why, "next": self.next}
 
 
-def _shown(folders: list[str]) -> str:
-    text = os.pathsep.join(folders)
-    return text if len(text) <= MAX_PATH_SHOWN else text[: MAX_PATH_SHOWN - 1] + "…"
+def of_upstream(upstream: Upstream, config_path: Path | None = None) -> Diagnosis:
+    """``diagnose`` for a running upstream."""
+    return diagnose(
+        upstream.entry,
+        upstream.state,
+        upstream.error,
+        connect_timeout=upstream.settings.connect_timeout,
+        config_path=config_path,
+        login_hint=upstream.gate.login_command if upstream.gate is not None else None,
+        restarting=upstream.first_ready_after is not None,
+    )
 
 
 def for_person(
@@ -46,83 +85,148 @@ def for_person(
     error: PatchbayError | None,
     *,
     connect_timeout: float,
+    config_path: Path | None = None,
     environ: Mapping[str, str] = os.environ,
     login_hint: str | None = None,
 ) -> str:
-    """Why ``entry``'s server cannot serve, and what to do, in a person's words ("" when it can)."""
-    key = entry.name
+    """Why ``entry``'s server cannot serve and what to do, as one line ("" when it can)."""
+    found = diagnose(
+        entry,
+        state,
+        error,
+        connect_timeout=connect_timeout,
+        config_path=config_path,
+        environ=environ,
+        login_hint=login_hint,
+    )
+    return found.text()
+
+
+def diagnose(
+    entry: ServerEntry,
+    state: State,
+    error: PatchbayError | None,
+    *,
+    connect_timeout: float,
+    config_path: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
+    login_hint: str | None = None,
+    restarting: bool = False,
+) -> Diagnosis:
+    """``entry``'s server in a person's words: what failed, where it was looked for, what next."""
+    name = entry.name
+    where = f" in {config_path}" if config_path is not None else ""
+
+    def fix(key: str, hint: str = "") -> str:
+        return f'fix the entry "{name}"{where} ("{key}"{": " + hint if hint else ""})'
+
+    def said(label: str, why: str | None = None, next_step: str | None = None) -> Diagnosis:
+        return Diagnosis(name, state.value, label, why, next_step)
+
     if state is State.READY:
-        return ""
+        return said("ready")
     if state is State.DISABLED:
-        return 'disabled ("disabled": true in its entry)'
+        return said("disabled", 'its entry says "disabled": true')
     if state is State.INVALID:
-        return f"not started: {entry.problem}"
+        return said("config error", entry.problem, f'fix the entry "{name}"{where}, then run this again')
     if state is State.SIGN_IN:
-        return f"needs you to sign in: run {login_hint or f'mcp-patchbay login {entry.name}'}"
+        return said("needs sign-in", "it asks you to sign in", f"run: {login_hint or f'mcp-patchbay login {name}'}")
     spec = entry.spec
     if error is None or spec is None:
-        return "did not answer before the check gave up" if state is State.STARTING else state.value
+        why = f"it did not finish starting within {connect_timeout:g} s"
+        return said("not ready", why, "run: mcp-patchbay check (it waits for every server)")
+    label = "restarting" if restarting else "failed"
     if hasattr(spec, "command"):
-        return _stdio(key, spec, error, connect_timeout, environ)  # pyright: ignore[reportArgumentType]
-    return _remote(key, spec, error, connect_timeout)  # pyright: ignore[reportArgumentType]
+        why, next_step = _stdio(spec, error, connect_timeout, environ, fix)  # pyright: ignore[reportArgumentType]
+    else:
+        why, next_step = _remote(name, spec, error, connect_timeout, fix)  # pyright: ignore[reportArgumentType]
+    return said(label, why, next_step)
 
 
-def _stdio(key: str, spec: StdioSpec, error: PatchbayError, connect_timeout: float, environ: Mapping[str, str]) -> str:
+def _shown(folders: list[str]) -> str:
+    text = os.pathsep.join(folders)
+    return text if len(text) <= MAX_PATH_SHOWN else text[: MAX_PATH_SHOWN - 1] + "…"
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _stdio(
+    spec: StdioSpec, error: PatchbayError, connect_timeout: float, environ: Mapping[str, str], fix: Any
+) -> tuple[str, str]:
     detail = error.detail or ""
     command = spec.command
+    by_hand = _one_line(redact(shlex.join([command, *spec.args])))
     if error.code is Code.SPAWN_FAILED:
         if detail.startswith("NotADirectoryError"):
-            return f"its working directory {spec.cwd!r} does not exist: fix {_at(key, 'cwd')}"
+            return f"its working directory does not exist: {spec.cwd}", fix("cwd")
         if detail.startswith("PermissionError"):
-            return f"{command!r} is not executable: chmod +x it, or fix {_at(key, 'command')}"
+            return f"its command '{command}' is not executable", f"{fix('command')}, or make it executable"
         if detail.startswith("FileNotFoundError"):
             if Path(command).name != command:
-                return f"{command!r} does not exist: fix {_at(key, 'command')}"
-            env = {**environ, **(spec.env or {})}
+                return f"its command was not found: {command}", fix("command")
+            folders = search_path({**environ, **(spec.env or {})})
             return (
-                f"command {command!r} not found: looked in PATH ({_shown(search_path(env)[:-1])}) and beside "
-                f"patchbay ({search_path(env)[-1]}); install it, or give its full path in {_at(key, 'command')}"
+                f"its command '{command}' was not found on PATH ({_shown(folders[:-1])}), nor in {folders[-1]}",
+                f"install {command}, or {fix('command', 'a full path')}",
             )
-        return f"{command!r} could not start ({detail}): check server {key!r}'s entry"
-    if error.code is Code.CONNECTION_FAILED and "exit code" in detail:
-        said = detail.split("last stderr lines:", 1)
-        tail = " / ".join(line.strip() for line in said[1].strip().splitlines()[-3:]) if len(said) > 1 else ""
-        code = detail.split(";", 1)[0]
-        return f"{command!r} exited during startup ({code})" + (f"; its last words: {tail}" if tail else "")
+        return f"its command '{command}' could not start ({_one_line(detail)})", fix("command")
+    if error.code is Code.CONNECTION_FAILED and detail.startswith("exit code"):
+        code, _, tail = detail.replace("; no stderr output", "").partition("; last stderr lines:")
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        last = f"; the last line on its stderr: {_one_line(lines[-1])}" if lines else ", writing nothing on stderr"
+        return f"it exited during startup ({code}){last}", f"run it by hand to see why: {by_hand}"
     if error.code is Code.TIMEOUT:
         return (
-            f"{command!r} started but did not complete the MCP handshake within {connect_timeout:g}s "
-            f"(patchbay.connect_timeout): is it an MCP server on stdio? Try running it: {command} "
-            + " ".join(spec.args)
-        ).rstrip()
-    return f"{command!r}: {error.message}"
+            f"it started but did not complete the MCP handshake within {connect_timeout:g} s: is it an MCP "
+            "server on stdio?",
+            f"run it by hand to see what it does: {by_hand}; or raise patchbay.connect_timeout",
+        )
+    return _plain(error.message), "run: mcp-patchbay check"
 
 
-def _remote(key: str, spec: RemoteSpec, error: PatchbayError, connect_timeout: float) -> str:
-    url = spec.url
-    parts = urllib.parse.urlsplit(url)
+def _remote(name: str, spec: RemoteSpec, error: PatchbayError, connect_timeout: float, fix: Any) -> tuple[str, str]:
+    url = redact(spec.url)
+    parts = urllib.parse.urlsplit(spec.url)
     address = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
     detail = error.detail or ""
+    status = detail.split()[1] if detail.startswith("HTTP ") and len(detail.split()) > 1 else ""
     if error.code is Code.CONNECTION_FAILED:
-        if "Name or service not known" in detail or "nodename nor servname" in detail or "getaddrinfo" in detail:
-            return f"{url}: the host {parts.hostname!r} could not be found (DNS): fix {_at(key, 'url')}"
+        if any(words in detail for words in ("Name or service not known", "nodename nor servname", "getaddrinfo")):
+            return f"the host of {url} could not be found (DNS)", fix("url")
+        if "refused" in detail.lower() or "All connection attempts failed" in detail:
+            return f"{url} refused the connection (nothing listening on {address}?)", f"start it, or {fix('url')}"
+        return f"could not connect to {url}: {_exception_text(detail)}", f"check that it is up, or {fix('url')}"
+    if error.code in (Code.AUTH_FAILED, Code.AUTH_REQUIRED):
         return (
-            f"{url} refused the connection (nothing listening on {address}?): start the server, "
-            f"or fix {_at(key, 'url')}"
-        )
-    if error.code is Code.AUTH_FAILED:
-        return (
-            f"{url} refused the credentials ({detail or 'HTTP 401/403'}): check {_at(key, 'headers')}, or run "
-            f"mcp-patchbay login {key} if it signs in with OAuth"
+            f"{url} refused the credentials ({(status and f'HTTP {status}') or _plain(error.message)})",
+            f"{fix('headers')}, or run: mcp-patchbay login {name} if it signs in with OAuth",
         )
     if error.code is Code.TIMEOUT:
-        return f"{url} did not answer within {connect_timeout:g}s (patchbay.connect_timeout)"
-    status = detail.split()[1] if detail.startswith("HTTP ") and len(detail.split()) > 1 else ""
-    if status in ("404", "405", "406", "415", "501") or (error.code is Code.PROTOCOL_ERROR and status):
         return (
-            f"{url} answered HTTP {status}: is it an MCP endpoint? Check {_at(key, 'url')} (the path, often "
-            '/mcp, or /sse with "type": "sse")'
+            f"{url} did not answer within {connect_timeout:g} s",
+            "check that it is up, or raise patchbay.connect_timeout",
         )
+    if status in ("404", "405", "406", "415", "501") or (error.code is Code.PROTOCOL_ERROR and status):
+        return f"{url} answered HTTP {status}: is it an MCP endpoint?", fix("url", "often /mcp, or /sse")
     if status.startswith("5"):
-        return f"{url} had an internal error (HTTP {status}): try again later, or tell whoever runs it"
-    return f"{url}: {error.message}"
+        return f"{url} had an internal error (HTTP {status})", "try again later, or tell whoever runs it"
+    return _plain(error.message), "run: mcp-patchbay check"
+
+
+_TO_THE_MODEL = ("tell the user", "retry", "try again", "use another tool", "the proxy keeps retrying", "call ")
+
+
+def _plain(message: str) -> str:
+    """A message for the model without its sentences addressed to the model."""
+    sentences = [s.strip() for s in message.replace("\n", " ").split(". ") if s.strip()]
+    kept = [s for s in sentences if not s.lower().startswith(_TO_THE_MODEL)]
+    return ". ".join(kept or sentences[:1]).rstrip(".")
+
+
+def _exception_text(detail: str) -> str:
+    """``ConnectError('All connection attempts failed')`` (an exception's repr) as its message."""
+    match = re.fullmatch(r"\w+\((['\"])(.*)\1\)", detail.strip(), re.DOTALL)
+    return _one_line(match.group(2) if match else detail, 160)

@@ -43,7 +43,7 @@ def test_tools_lists_the_real_server_s_tools_and_says_why_the_other_failed(confi
     lines = done.stdout.splitlines()
     assert "fault: ready, 15 tools" in lines
     assert any(line.split()[:2] == ["fault__echo", "Return"] for line in lines)
-    assert "gone: failed: its command 'no-such-mcp-server-for-patchbay' was not found on PATH, nor in " in done.stdout
+    assert "gone: failed: its command 'no-such-mcp-server-for-patchbay' was not found on PATH (" in done.stdout
     assert f'install no-such-mcp-server-for-patchbay, or fix the entry "gone" in {config}' in done.stdout
     assert done.stderr == ""
 

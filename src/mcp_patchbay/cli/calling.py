@@ -30,18 +30,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from mcp_patchbay.cli.logs import StatusLine
 from mcp_patchbay.cli.options import UsageError
 from mcp_patchbay.cli.tools import (
     EXIT_FAILED,
     EXIT_OK,
     Parser,
-    ServerState,
-    StatusLine,
     add_common,
     load,
     not_a_config,
     running,
-    server_state,
     setup_logs,
     start_the_rest,
 )
@@ -49,6 +47,7 @@ from mcp_patchbay.cli.tools import (
 if TYPE_CHECKING:
     from mcp_patchbay.catalog import CatalogTool
     from mcp_patchbay.config import Config
+    from mcp_patchbay.diagnosis import Diagnosis
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.transports import Connector
 
@@ -277,9 +276,11 @@ async def call_tool(config: Config, request: CallRequest, *, connector: Connecto
             result = await proxy.run_tool(request.name, arguments, progress, None, named_as_data=True)
         finally:
             status.clear()
+        from mcp_patchbay.diagnosis import of_upstream
+
         failed = _server_of(result)
         upstream = proxy.supervisor.upstreams.get(failed) if failed is not None else None
-        state = server_state(upstream, config.path) if upstream is not None else None
+        state = of_upstream(upstream, config.path) if upstream is not None else None
     takes = f"{target.exposed} takes: {arguments_of(target.definition.input_schema)}" if target is not None else None
     return show_result(result, request, state=state, takes=takes)
 
@@ -315,7 +316,7 @@ def _error(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def show_result(
-    result: Mapping[str, Any], request: CallRequest, *, state: ServerState | None = None, takes: str | None = None
+    result: Mapping[str, Any], request: CallRequest, *, state: Diagnosis | None = None, takes: str | None = None
 ) -> int:
     """Print ``result`` for a person (or as JSON); the exit status. For an error: ``state``, that
     of the server that failed; ``takes``, the arguments the tool takes."""
@@ -337,7 +338,7 @@ def show_result(
     return EXIT_OK
 
 
-def _error_words(result: Mapping[str, Any], name: str, text: str, state: ServerState | None, takes: str | None) -> str:
+def _error_words(result: Mapping[str, Any], name: str, text: str, state: Diagnosis | None, takes: str | None) -> str:
     """An error result, for the user: a name that names no tool in our words, with the proxy's
     suggestions; any other error as its text, with the failing server's state and what next."""
     error = _error(result)

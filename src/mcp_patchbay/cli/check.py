@@ -2,7 +2,7 @@
 with what the client would list (``exposure``) and the tool names too long for a known client
 (``client_limits``). Exit status 1 when a server is not ready.
 
-The PROBLEM column is for the person who runs it (``diagnosis.for_person``: which command
+The PROBLEM column is for the person who runs it (``diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
 (``problem``) and what the model is told (``reason``)."""
 
@@ -39,7 +39,7 @@ def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, A
 async def run_check(config: Config, as_json: bool, registered_as: str | None = None) -> int:
     import anyio
 
-    from mcp_patchbay.diagnosis import for_person
+    from mcp_patchbay.diagnosis import of_upstream
     from mcp_patchbay.supervisor import Supervisor
     from mcp_patchbay.upstream import State
 
@@ -60,12 +60,9 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
                 status["reason"] = "did not answer before the check gave up"
             if upstream.state is State.SIGN_IN and upstream.gate is not None:
                 status["reason"] = f"run: {upstream.gate.login_command}"
-            status["problem"] = for_person(
-                upstream.entry,
-                upstream.state,
-                upstream.error,
-                connect_timeout=config.settings.connect_timeout,
-                login_hint=upstream.gate.login_command if upstream.gate is not None else None,
+            found = of_upstream(upstream)
+            status["problem"] = (
+                "" if found.state == "ready" else found.line() + (f"; {found.next}" if found.next else "")
             )
             status["origin"] = upstream.entry.spec.origin if upstream.entry.spec is not None else None
             states[name] = upstream.state

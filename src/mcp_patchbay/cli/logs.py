@@ -1,14 +1,16 @@
 """Where the logs go and how a line looks: stderr (and ``--log-file``) at the levels the
-command line asked for, as text or one JSON object a line, every line redacted."""
+command line asked for, as text or one JSON object a line, every line redacted; and the one
+status line a terminal command rewrites in place (``StatusLine``)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, TextIO
 
 from mcp_patchbay.cli.options import DEFAULT_FILE_LEVEL, DEFAULT_STDERR_LEVEL
 
@@ -69,3 +71,47 @@ class _JsonFormatter(logging.Formatter):
         elif record.exc_text:
             line["exception"] = redact(record.exc_text)
         return json.dumps(line, ensure_ascii=False)
+
+
+class StatusLine:
+    """One line on stderr that says what is going on and is rewritten in place, shown only on a
+    terminal (a pipe or a log file gets nothing of it), cleared before anything else is written."""
+
+    _current: StatusLine | None = None
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self._shown = False
+        self._at = 0.0
+
+    @classmethod
+    def current(cls) -> StatusLine:
+        """The status line of this process's stderr (made again if stderr was replaced)."""
+        if cls._current is None or cls._current.stream is not sys.stderr:
+            cls._current = StatusLine(sys.stderr)
+        return cls._current
+
+    def show(self, text: str, *, every: float = 0.0) -> None:
+        """Write ``text`` over the previous line (not more often than ``every`` seconds)."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if every and self._shown and now - self._at < every:
+            return
+        self._at = now
+        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
+        self.stream.write("\r\x1b[K" + _cut(text, width))
+        self.stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -10,8 +10,8 @@ Both build a ``server.Proxy`` with no client on it: its supervisor starts the up
 once (there is no client to wait for, and nothing to ask one), and a call goes through
 ``call_path.ToolPath.run`` exactly as a client's would. This module owns what both share:
 the config's finding (``--config``, ``$PATCHBAY_CONFIG``, the default config), the running
-proxy (``running``), a server's state as a person reads it (``server_state``) and the one
-updating status line on a terminal (``StatusLine``).
+proxy (``running``) and the one updating status line on a terminal (``StatusLine``); a
+server's state as a person reads it is ``diagnosis``'s, as for ``check``.
 
 Nothing heavier than argparse is imported before the command line has been read: a usage
 mistake is answered at once.
@@ -23,13 +23,13 @@ import argparse
 import os
 import shutil
 import sys
-import time
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
+from mcp_patchbay.cli.logs import StatusLine
 from mcp_patchbay.cli.options import EXIT_CONFIG, LEVELS, UsageError, default_config_if_any
 
 if TYPE_CHECKING:
@@ -42,13 +42,10 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
-    "ServerState",
-    "StatusLine",
     "list_tools",
     "load",
     "run",
     "running",
-    "server_state",
 ]
 
 EXIT_OK = 0
@@ -257,167 +254,9 @@ async def start_the_rest(proxy: Proxy, config: Config) -> None:
     await first_attempts(proxy, [u for u in proxy.supervisor.upstreams.values() if id(u) not in before])
 
 
-# --- a server's state, for a person ----------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ServerState:
-    """A server's state as the user reads it: ``label`` (ready, failed, needs sign-in, ...), why
-    (None when ready), and what to run or change next (None when nothing)."""
-
-    name: str
-    state: str
-    """``availability.State``'s value (``ready``, ``failed``, ``needs_sign_in``, ...)."""
-    label: str
-    why: str | None = None
-    next: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.state in ("ready", "disabled")
-
-    def line(self) -> str:
-        return f"{self.label}: {self.why}" if self.why else self.label
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "state": self.state, "label": self.label, "problem": self.why, "next": self.next}
-
-
-def server_state(upstream: Upstream, config_path: Path) -> ServerState:
-    """``upstream``'s state in the user's words: what failed, where it was looked for, what next.
-    (The model's wording of the same, ``availability``, addresses a model: "Tell the user ...".)"""
-    from mcp_patchbay.availability import State
-
-    name, state = upstream.name, upstream.state
-    fix = f'fix the entry "{name}" in {config_path}'
-    if state is State.READY:
-        return ServerState(name, state.value, "ready")
-    if state is State.DISABLED:
-        return ServerState(name, state.value, "disabled in the config")
-    if state is State.INVALID:
-        return ServerState(name, state.value, "config error", upstream.entry.problem, f"{fix}, then run this again")
-    if state is State.SIGN_IN:
-        login = upstream.gate.login_command if upstream.gate is not None else f"mcp-patchbay login {name}"
-        return ServerState(name, state.value, "needs sign-in", "it asks you to sign in", f"run: {login}")
-    if upstream.error is None:
-        why = f"it did not finish starting within {upstream.settings.connect_timeout:g} s"
-        return ServerState(name, state.value, "not ready", why, "run: mcp-patchbay check")
-    why, next_step = _failure(upstream, fix)
-    label = "failed" if upstream.first_ready_after is None else "restarting"
-    return ServerState(name, state.value, label, why, next_step)
-
-
-def _failure(upstream: Upstream, fix: str) -> tuple[str, str]:
-    """Why ``upstream`` failed, and what to do, from its error and its entry."""
-    from mcp_patchbay.config import RemoteSpec, StdioSpec
-    from mcp_patchbay.errors import Code
-    from mcp_patchbay.redaction import redact
-
-    error = upstream.error
-    assert error is not None
-    spec = upstream.spec
-    detail = error.detail or ""
-    if isinstance(spec, StdioSpec) and error.code is Code.SPAWN_FAILED:
-        command = spec.command
-        if detail.startswith("NotADirectoryError"):
-            return f"its working directory does not exist: {spec.cwd}", f'{fix} ("cwd")'
-        if detail.startswith("PermissionError"):
-            return f"its command '{command}' is not executable", f'{fix} ("command"), or make it executable'
-        if detail.startswith("FileNotFoundError") and Path(command).name != command:
-            return f"its command was not found: {command}", f'{fix} ("command")'
-        if detail.startswith("FileNotFoundError"):
-            here = Path(sys.executable).parent
-            return (
-                f"its command '{command}' was not found on PATH, nor in {here}",
-                f'install {command}, or {fix} ("command": a full path)',
-            )
-    if isinstance(spec, StdioSpec) and error.code is Code.CONNECTION_FAILED and detail.startswith("exit code"):
-        import shlex
-
-        by_hand = _one_line(redact(shlex.join([spec.command, *spec.args])))
-        code, _, tail = detail.replace("; no stderr output", "").partition("; last stderr lines:")
-        said = [line.strip() for line in tail.splitlines() if line.strip()]
-        last = f"; the last line on its stderr: {_one_line(said[-1])}" if said else ", writing nothing on stderr"
-        return f"it exited during startup ({code}){last}", f"run it by hand to see why: {by_hand}"
-    url = redact(spec.url) if isinstance(spec, RemoteSpec) else None
-    if error.code is Code.CONNECTION_FAILED and url is not None:
-        how = "the connection was refused" if "refused" in detail.lower() else _exception_text(detail)
-        return f"could not connect to {url}: {how}", f'check that it is up, or {fix} ("url")'
-    if error.code is Code.TIMEOUT:
-        where = f" at {url}" if url is not None else ""
-        setting = f"raise patchbay.connect_timeout ({upstream.settings.connect_timeout:g} s)"
-        return f"it did not finish starting{where} within {upstream.settings.connect_timeout:g} s", setting
-    if error.code in (Code.AUTH_FAILED, Code.AUTH_REQUIRED) and url is not None:
-        return f"{url} refused the credentials ({_plain(error.message)})", f"{fix} (its token or headers)"
-    shown = _plain(error.message)
-    if detail and len(detail) < 300:
-        shown += f" ({_one_line(detail)})"
-    return shown, "run: mcp-patchbay check"
-
-
-_TO_THE_MODEL = ("tell the user", "retry", "try again", "use another tool", "the proxy keeps retrying", "call ")
-
-
-def _plain(message: str) -> str:
-    """A message for the model without its sentences addressed to the model."""
-    sentences = [s.strip() for s in message.replace("\n", " ").split(". ") if s.strip()]
-    kept = [s for s in sentences if not s.lower().startswith(_TO_THE_MODEL)]
-    return ". ".join(kept or sentences[:1]).rstrip(".")
-
-
-def _exception_text(detail: str) -> str:
-    """``ConnectError('All connection attempts failed')`` (an exception's repr) as its message."""
-    import re
-
-    match = re.fullmatch(r"\w+\((['\"])(.*)\1\)", detail.strip(), re.DOTALL)
-    return _one_line(match.group(2) if match else detail, 160)
-
-
 def _one_line(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# --- the status line -------------------------------------------------------------------------
-
-
-class StatusLine:
-    """One line on stderr that says what is going on and is rewritten in place, shown only on a
-    terminal (a pipe or a log file gets nothing of it), cleared before anything else is written."""
-
-    _current: StatusLine | None = None
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty()
-        self._shown = False
-        self._at = 0.0
-
-    @classmethod
-    def current(cls) -> StatusLine:
-        """The status line of this process's stderr (made again if stderr was replaced)."""
-        if cls._current is None or cls._current.stream is not sys.stderr:
-            cls._current = StatusLine(sys.stderr)
-        return cls._current
-
-    def show(self, text: str, *, every: float = 0.0) -> None:
-        """Write ``text`` over the previous line (not more often than ``every`` seconds)."""
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if every and self._shown and now - self._at < every:
-            return
-        self._at = now
-        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
-        self.stream.write("\r\x1b[K" + _one_line(text, width))
-        self.stream.flush()
-        self._shown = True
-
-    def clear(self) -> None:
-        if self._shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._shown = False
 
 
 # --- tools -----------------------------------------------------------------------------------
@@ -455,6 +294,7 @@ async def tools_report(
     """What ``tools`` prints, as JSON values: the servers' states, and each one's tools (or the
     matches of ``query``, ranked by find_tools' index over every server's tools). ``whole``:
     every server was started, so what a client lists (``mode``, ``listed``) can be told."""
+    from mcp_patchbay.diagnosis import of_upstream
     from mcp_patchbay.exposure import unavailable_notes
     from mcp_patchbay.search import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -468,7 +308,7 @@ async def tools_report(
         "listed": [tool.name for tool in proxy.views.tools_listing(view)] if whole else None,
         "find_tools": names.find_tools,
         "call_tool": names.call_tool,
-        "servers": [server_state(upstream, proxy.config.path).as_json() for upstream in upstreams],
+        "servers": [of_upstream(upstream, proxy.config.path).as_json() for upstream in upstreams],
     }
     rows = [_tool_row(catalog.by_exposed[tool.name]) for tool in catalog.tools]
     if query is not None:
