@@ -20,9 +20,15 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
 
 Modules, by what they own:
 
-- Entry and wiring: ``cli/`` (``options`` the command line, ``logs`` where lines go,
-  ``serving`` stdio serving and signals, ``check`` the report; ``login``/``logout`` are
-  ``oauth.commands``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
+- Entry and wiring: ``cli/`` (``options`` the command line, ``logs`` where lines go and the
+  terminal's status line, ``serving`` stdio serving and signals, ``check`` the report,
+  ``importing`` and ``install`` the commands over ``clients/``, ``tools`` and ``calling`` the
+  tools and one call from the terminal; ``login``/``logout`` are ``oauth.commands``),
+  ``early_handshake`` (``initialize``, and search mode's first lists, answered before the SDK
+  is loaded), ``places`` (the proxy's own files on each OS: the default config, the data
+  folder), ``start_memory`` (the most tools a config's last start found, for an early listing in
+  ``auto`` mode), ``diagnosis`` (a server's state in a person's words: ``check``, ``tools``,
+  ``call``, ``login``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
   listener's limits, sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
   events), ``server`` (``Proxy``: the SDK's server wired to the modules below),
   ``supervisor`` (all upstreams: start, startup wait, catalog rebuilds, reload), ``watch``
@@ -39,8 +45,9 @@ Modules, by what they own:
   question put to the client as ``input_required``), ``request_state`` (the keys sealing
   ``requestState``, and the answer to a refused one), ``passthrough`` (resources, prompts,
   completion, logging level, roots), ``exposure`` (what the client lists: every tool, or
-  search mode's ``find_tools`` and ``call_tool``), ``status`` (the one owner of the status:
-  counts, what a caller may see of it, its resource and tool).
+  search mode's ``find_tools`` and ``call_tool``; ``own_tools`` owns those two's definitions as
+  JSON values), ``status`` (the one owner of the status: counts, what a caller may see of it,
+  its resource and tool).
 - Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings, loading, ``${VAR}``,
   problem wording, self-reference), ``naming`` (exposed names and resolution),
   ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``name_errors`` (what
@@ -64,12 +71,16 @@ Modules, by what they own:
   servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
   sign-in while serving, ``commands`` ``login`` and ``logout``).
+- Other clients' files: ``clients/`` (where each MCP client keeps its config on Linux, macOS
+  and Windows; reading their servers for ``import``; writing the proxy's entry for
+  ``install``, with backups and the record ``uninstall`` undoes; its own map says each module).
 
 I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notifications``,
-``rounds``, ``watch``, ``client_wire``, ``lane``, ``client_channel``, ``outbox``,
-``passthrough``, ``supervisor``, ``upstream``, ``listing``, ``transports/``, ``rawcalls``,
-``sdk``, ``spawn`` and ``oauth/`` (the browser, the loopback listener, the tokens' files);
-``config.loading`` reads the one file.
+``rounds``, ``watch``, ``client_wire``, ``early_handshake``, ``lane``, ``client_channel``,
+``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``, ``transports/``,
+``rawcalls``, ``sdk``, ``spawn``, ``start_memory`` (its file), ``oauth/`` (the browser, the
+loopback listener, the tokens' files) and ``clients/`` (``reading``, ``files``, ``records``,
+``running``: other clients' files and processes); ``config.loading`` reads the one file.
 
 Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with
 two ambient values left: ``rounds.CURRENT`` (the suspended call a question belongs to, set
@@ -89,7 +100,8 @@ is written against anyio (task groups, cancel scopes, memory streams), but the h
 paths use asyncio directly where anyio has no equivalent or costs a thread hop:
 ``client_wire`` and ``transports.stdio`` read and write event-loop pipes
 (``asyncio.StreamReader``), ``rawcalls`` answers with ``asyncio.Future``\\s, and ``rounds``
-runs each suspended call in an asyncio task of its own. The tests run on asyncio for the
+runs each suspended call in an asyncio task of its own. Before the loop starts,
+``early_handshake`` reads stdin in a thread of its own, until ``client_wire`` takes it over. The tests run on asyncio for the
 same reason.
 """
 
