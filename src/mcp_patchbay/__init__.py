@@ -101,8 +101,8 @@ paths use asyncio directly where anyio has no equivalent or costs a thread hop:
 ``client_wire`` and ``transports.stdio`` read and write event-loop pipes
 (``asyncio.StreamReader``), ``rawcalls`` answers with ``asyncio.Future``\\s, and ``rounds``
 runs each suspended call in an asyncio task of its own. Before the loop starts,
-``early_handshake`` reads stdin in a thread of its own, until ``client_wire`` takes it over. The tests run on asyncio for the
-same reason.
+``early_handshake`` reads stdin in a thread of its own, until ``client_wire`` takes it over.
+The tests run on asyncio for the same reason.
 """
 
 __version__ = "0.1.0"
