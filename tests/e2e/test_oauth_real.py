@@ -187,7 +187,8 @@ def user_env(tmp: Path, *, background: bool = False) -> dict[str, str]:
 
 
 def token_files(tmp: Path) -> list[Path]:
-    folder = tmp / "data" / "mcp-patchbay"
+    """The stored sign-ins (the data folder holds other files too: start_memory's)."""
+    folder = tmp / "data" / "mcp-patchbay" / "oauth"
     return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
