@@ -1,4 +1,6 @@
+import logging
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,3 +16,13 @@ def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> None:
     data folder (``places``) are empty folders, in this process and every process a test starts."""
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A test that runs the command line sets up the process's logging as the CLI does (handlers
+    on that test's captured stderr); the next test gets the logging it had back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level

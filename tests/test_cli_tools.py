@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,6 @@ pytestmark = pytest.mark.anyio
 
 WITHIN = 10.0
 """Every command here answers well within this (upstreams in memory)."""
-
-
-@pytest.fixture(autouse=True)
-def _logging_restored() -> Iterator[None]:
-    """``tools.run`` sets up the process's logging as the CLI does; the next test gets it back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
 
 
 async def _echo(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
