@@ -317,7 +317,7 @@ def _tool(folder: Path, name: str, executable: bool = True) -> Path:
 
 
 def test_windows_lookup_tries_pathext_in_order_and_needs_no_execute_bit(tmp_path: Path) -> None:
-    from mcp_patchbay.spawn import which
+    from mcp_patchbay.command_lookup import which
 
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
@@ -333,7 +333,7 @@ def test_windows_lookup_tries_pathext_in_order_and_needs_no_execute_bit(tmp_path
 
 
 def test_posix_lookup_needs_the_execute_bit_and_falls_back_beside_our_interpreter(tmp_path: Path) -> None:
-    from mcp_patchbay.spawn import search_path, which
+    from mcp_patchbay.command_lookup import search_path, which
 
     _tool(tmp_path, "plain", executable=False)
     _tool(tmp_path, "runnable")
@@ -346,7 +346,7 @@ def test_posix_lookup_needs_the_execute_bit_and_falls_back_beside_our_interprete
 
 
 def test_the_search_path_is_split_as_the_os_writes_it() -> None:
-    from mcp_patchbay.spawn import search_path
+    from mcp_patchbay.command_lookup import search_path
 
     assert search_path({"PATH": r"C:\a;C:\b"}, "win32")[:2] == [r"C:\a", r"C:\b"]
     assert search_path({"PATH": "/a:/b"}, "darwin")[:2] == ["/a", "/b"]

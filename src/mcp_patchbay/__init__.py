@@ -67,7 +67,8 @@ Modules, by what they own:
   SSE), ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
   pydantic), ``sdk`` (the one adapter over the SDK's private attributes, and the gateway's
   session manager), ``spawn`` (processes started before the SDK import, their one owner, and
-  the watchdog that stops them if the proxy is killed), ``oauth/`` (signing in to remote
+  the watchdog that stops them if the proxy is killed), ``command_lookup`` (the program a
+  ``command`` names, on every OS: PATH, PATHEXT, beside our interpreter), ``oauth/`` (signing in to remote
   servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
   sign-in while serving, ``commands`` ``login`` and ``logout``).

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_patchbay.availability import State
+from mcp_patchbay.command_lookup import search_path
 from mcp_patchbay.errors import Code
 from mcp_patchbay.redaction import redact
-from mcp_patchbay.spawn import search_path
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import RemoteSpec, ServerEntry, StdioSpec

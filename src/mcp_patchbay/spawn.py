@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from mcp_patchbay.command_lookup import resolve_command
 from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS, STDIO_ENTRY_KEYS
 
 logger = logging.getLogger("mcp_patchbay.spawn")
@@ -61,41 +62,6 @@ logger = logging.getLogger("mcp_patchbay.spawn")
 def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     """The proxy's own environment plus the entry's ``env``: what users expect to reach their servers."""
     return {**os.environ, **(extra or {})}
-
-
-def search_path(env: Mapping[str, str], platform: str = sys.platform) -> list[str]:
-    """Where a bare command is looked for: the child's PATH, then the folder of patchbay's own
-    interpreter (``bin``, or ``Scripts`` on Windows), so a config can name tools installed in
-    patchbay's own virtualenv (``mcp-server-time``) without the client activating it."""
-    separator = ";" if platform == "win32" else ":"
-    folders = [p for p in env.get("PATH", os.defpath).split(separator) if p]
-    return [*folders, str(Path(sys.executable).parent)]
-
-
-def which(command: str, env: Mapping[str, str], platform: str = sys.platform) -> str | None:
-    """The file a bare ``command`` names on ``search_path``, or None. On Windows a name without
-    an extension is tried with each of ``PATHEXT``'s (``.COM;.EXE;.BAT;.CMD`` by default), as
-    the shell does, and no execute bit is needed; elsewhere the file must be executable.
-    ``platform`` is a parameter so both branches are tested on any OS."""
-    windows = platform == "win32"
-    names = [command]
-    if windows and not Path(command).suffix:
-        extensions = env.get("PATHEXT") or ".COM;.EXE;.BAT;.CMD"
-        names = [command + ext for ext in extensions.split(";") if ext] + [command]
-    for folder in search_path(env, platform):
-        for name in names:
-            candidate = Path(folder) / name
-            if candidate.is_file() and (windows or os.access(candidate, os.X_OK)):
-                return str(candidate)
-    return None
-
-
-def resolve_command(command: str, env: Mapping[str, str]) -> str:
-    """``command`` as a path: a bare name found on ``search_path`` (else left as it is, and
-    the spawn's error names it); a path is used as given."""
-    if Path(command).name != command:
-        return command
-    return which(command, env) or command
 
 
 def popen(command: str, args: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:

@@ -49,6 +49,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_patchbay.command_lookup import resolve_command
 from mcp_patchbay.config import StdioSpec
 from mcp_patchbay.errors import Code, refusal_data, refused_answer
 from mcp_patchbay.jsonrpc import (
@@ -63,7 +64,7 @@ from mcp_patchbay.jsonrpc import (
 )
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
-from mcp_patchbay.spawn import child_environment, popen, resolve_command, terminate_all, untrack
+from mcp_patchbay.spawn import child_environment, popen, terminate_all, untrack
 from mcp_patchbay.transports.link import Link
 
 logger = logging.getLogger(__name__)
@@ -288,7 +289,7 @@ async def _spawn(
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         from mcp.os.win32.utilities import create_windows_process
 
-        # The one lookup on every OS (spawn.which: PATH, PATHEXT, then beside our interpreter).
+        # The one lookup on every OS (command_lookup: PATH, PATHEXT, then beside our interpreter).
         resolved = resolve_command(command, child_environment(env))
         return await create_windows_process(resolved, args, child_environment(env), sys.stderr, cwd)
     # The same event-loop pipes as a prespawned process: the raw lane writes to them directly.
