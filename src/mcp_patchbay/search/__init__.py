@@ -21,14 +21,19 @@ Modules, each with its rules in its docstring:
 - ``documents``: ``IndexedTool`` (a tool as search sees it), its fields' terms, a query's
   weighted terms, ``Hit``, ``note_match`` (how well an unavailable server's known text
   matches a query).
-- ``index``: ``ToolIndex`` (BM25F plus name similarity): every ranking rule and weight.
+- ``index``: ``ToolIndex`` (BM25F fused with meaning, plus name similarity): every ranking
+  rule and weight.
+- ``meaning``: ``Meaning``, the static embedding model (WordLlama's, from its wheel) that
+  gives texts vectors for ``index``.
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
 - ``describe``: ``find_tools_description``.
 
-The index uses rapidfuzz (already a dependency) and plain Python: at 10,000 tools a search
-adds up a few precomputed postings, well under the 5 ms goal, so no BM25 library (which
-would bring numpy or scipy) is needed. Nothing here is imported by the proxy at startup;
-the server imports this package when it first builds an index.
+The lexical index uses rapidfuzz and plain Python: at 10,000 tools a search adds up a few
+precomputed postings, so no BM25 library is needed. The meaning model brings numpy and
+tokenizers, imported only when the first index is built (in the proxy's worker thread): a
+search adds one tokenizer call and one matrix-vector product, still well under the 5 ms goal.
+Nothing here is imported by the proxy at startup; the server imports this package when it
+first builds an index.
 """
 
 from mcp_patchbay.search.describe import DESCRIPTION_BUDGET, find_tools_description, server_summary

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from mcp_patchbay.search.text import SYNONYM_WEIGHT, SYNONYMS, terms
+from mcp_patchbay.search.text import SYNONYM_WEIGHT, SYNONYMS, split_words, terms
 
 __all__ = [
     "FIELD_CHARS",
@@ -21,6 +21,7 @@ __all__ = [
     "ToolDefinition",
     "as_mapping",
     "fields",
+    "meaning_text",
     "note_match",
     "query_terms",
 ]
@@ -136,6 +137,17 @@ def fields(
         "server": server[0],
         "instructions": server[1],
     }
+
+
+MEANING_CHARS = 400
+"""How much of a description the meaning model reads (``meaning_text``)."""
+
+
+def meaning_text(tool: IndexedTool) -> str:
+    """What the meaning model embeds for a tool: its name's words, its title and the head of
+    its description (a mean over a long text's tokens says less than its first sentences)."""
+    server, name = " ".join(split_words(tool.server)), " ".join(split_words(tool.tool))
+    return f"{server} {name}. {tool.title or ''} {tool.description[:MEANING_CHARS]}"
 
 
 def query_terms(query: str) -> dict[str, float]:
