@@ -127,6 +127,20 @@ async def test_find_tools_answers_a_task_with_the_right_tool_and_its_schema() ->
     assert len(result_text(result)) < 10_000
 
 
+async def test_the_structured_answer_says_what_to_do_as_the_text_does() -> None:
+    """Claude Code and Codex show the model the structured answer in place of the text: how to
+    call what was found, and its required arguments, are in it, first."""
+    async with connected(_config(), _upstreams()) as (_, client):
+        found = await client.call_tool(FIND, {"query": "open a new bug report on the repo"})
+        nothing = await client.call_tool(FIND, {"query": "zzqx wobble"})
+    structured = found.structured_content
+    assert structured is not None and next(iter(structured)) == "next"
+    assert structured["next"].startswith(f'Call one with {CALL} {{"name": <its name>, "arguments": {{...}}}}')
+    assert structured["tools"][0]["required"] == ["repo", "title"]
+    assert nothing.structured_content is not None
+    assert nothing.structured_content["next"] == "No tool matches. Search again with other words, or fewer."
+
+
 async def test_find_tools_puts_a_mistaken_name_first_and_clamps_the_limit() -> None:
     async with connected(_config(), _upstreams()) as (_, client):
         result = await client.call_tool(FIND, {"query": "files.readFile", "limit": 500})

@@ -20,6 +20,10 @@ Pure. Rules:
 - Notes: unavailable servers whose ``match`` is at least ``NOTE_MIN_MATCH`` (or that the
   search was restricted to) are named with their state and what to do, best match
   first, at most ``MAX_NOTES``.
+- The structured answer says what the text says, in its own fields: ``next`` (how to call a
+  tool found, or what to search instead), each tool's ``required`` arguments, each
+  unavailable server's ``action``. Claude Code and Codex show the model the structured answer
+  in place of the text.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ MAX_BRIEF_PARAMS = 12
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "next": {
+            "type": "string",
+            "description": "What to do with this answer: how to call a tool found, or what to search instead.",
+        },
         "tools": {
             "type": "array",
             "description": "Matching tools, best first. Call one with the call tool (name, arguments).",
@@ -66,6 +74,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "title": {"type": "string", "description": "The tool's display title, or its name."},
                     "description": {"type": "string"},
                     "inputSchema": {"type": "object", "description": "The JSON Schema of the arguments."},
+                    "required": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The arguments a call must give.",
+                    },
                     "detail": {
                         "enum": ["full", "brief"],
                         "description": "brief: parameters and types only; search the exact name for the full schema.",
@@ -94,9 +107,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
             },
         },
     },
-    "required": ["tools"],
+    "required": ["next", "tools"],
 }
-"""The ``outputSchema`` of ``find_tools``; every ``render_answer`` structured answer satisfies it."""
+"""The ``outputSchema`` of ``find_tools``; every ``render_answer`` structured answer satisfies it.
+``next`` comes first: Claude Code and Codex show the model the structured answer instead of the
+text, so what the text says to do must be in it too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +211,9 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
         "inputSchema": compact_schema(tool.input_schema) if full else brief_schema(tool.input_schema),
         "detail": "full" if full else "brief",
     }
+    required = tool.input_schema.get("required")
+    if isinstance(required, list) and required:
+        entry["required"] = [str(name) for name in cast("list[object]", required)]
     if not full:
         more = len(as_mapping(tool.input_schema.get("properties")) or {}) - len(
             entry["inputSchema"].get("properties", {})
@@ -203,6 +221,23 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
         if more > 0:
             entry["moreParameters"] = more
     return entry
+
+
+def _next(entries: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str, str]], call_tool: str) -> str:
+    """What the answer tells the model to do next, for the structured answer (the text says it
+    in its header, its footnotes and its notes)."""
+    if not entries:
+        told = "No tool matches. Search again with other words, or fewer."
+    else:
+        told = (
+            f'Call one with {call_tool} {{"name": <its name>, "arguments": {{...}}}}, giving every argument in its '
+            '"required".'
+        )
+        if any(e["detail"] == "brief" for e in entries):
+            told += ' For a "brief" tool, search its exact name first for its full arguments schema.'
+    if notes:
+        told += " Some servers cannot serve now: see \"unavailable\" for what to tell the user."
+    return told
 
 
 def _dumps(value: object) -> str:
@@ -284,7 +319,7 @@ def render_answer(
             text = text[: budget - 1] + "…"
             break
         text = _text(query_shown, entries, omitted, notes, call_tool)
-    structured: dict[str, Any] = {"tools": entries}
+    structured: dict[str, Any] = {"next": _next(entries, notes, call_tool), "tools": entries}
     if omitted:
         structured["omitted"] = omitted
     if notes:
