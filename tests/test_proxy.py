@@ -109,6 +109,22 @@ async def test_unknown_tool_gets_suggestion_and_session_goes_on() -> None:
         assert result_text(await client.call_tool("math__add", {"a": 1, "b": 1})) == "2"
 
 
+@pytest.mark.parametrize(("client", "structured"), [("gemini-cli-mcp-client", False), ("claude-code", True)])
+async def test_an_error_says_its_message_once_in_the_form_the_client_shows(client: str, structured: bool) -> None:
+    """Gemini CLI shows the model an error's text and then its structured content: to it an
+    error is text alone. Claude Code shows the structured content instead of the text: it keeps
+    both (the message is in each)."""
+    config, upstreams = _two()
+    info = types.Implementation(name=client, version="1")
+    async with connected(config, upstreams, client_info=info) as (_, connection):
+        result = await connection.call_tool("math__ad", {"a": 1, "b": 1})
+    assert result.is_error and "Did you mean 'math__add'" in result_text(result)
+    assert (result.structured_content is not None) is structured
+    if structured:
+        assert result.structured_content is not None
+        assert result.structured_content["error"]["code"] == "TOOL_NOT_FOUND"
+
+
 async def test_unambiguous_mistaken_names_run_the_tool() -> None:
     config, upstreams = _two()
     async with connected(config, upstreams) as (_, client):

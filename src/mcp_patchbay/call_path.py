@@ -30,6 +30,7 @@ from mcp.server.context import ServerRequestContext
 
 from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
+from mcp_patchbay.client_limits import errors_as_text
 from mcp_patchbay.config import Settings
 from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
@@ -85,6 +86,8 @@ class ToolPath:
         self._outboxes = outboxes
         self.on_call: CallObserver | None = None
         """Told of every tool call's outcome (the gateway's metrics)."""
+        self.lane_client: Callable[[], str | None] = lambda: None
+        """The stdio client's name, for a call the lane took (no SDK session to ask): ``Proxy`` sets it."""
 
     async def call_tool(
         self, ctx: Request, params: types.CallToolRequestParams, run: RunTool
@@ -296,7 +299,8 @@ class ToolPath:
         who called), and answered as an isError result. A name given as ``call_tool``'s argument
         is always answered with a result; a tool the client knows to declare an ``outputSchema``
         gets its error as text only (clients check structured content against that schema, even
-        in an error, and would drop the proxy's answer)."""
+        in an error, and would drop the proxy's answer), and so does a client that would show the
+        model the same message twice (``client_limits.errors_as_text``)."""
         server = server or error.server or None
         tool = target.upstream_name if target is not None else error.tool
         caller = self._identity_of(request) if self._identity_of is not None and request is not None else None
@@ -328,9 +332,18 @@ class ToolPath:
         ):
             raise to_mcp_error(error)
         result = result_values(error)
-        if not named_as_data and self._declares_output(called, target):
+        if (not named_as_data and self._declares_output(called, target)) or errors_as_text(self._client(request)):
             del result["structuredContent"]
         return result
+
+    def _client(self, request: Request | None) -> str | None:
+        """The ``clientInfo.name`` of who called: from the SDK's session, or the lane's handshake."""
+        if request is None:
+            return self.lane_client()
+        params = getattr(getattr(request, "session", None), "client_params", None)
+        info = getattr(params, "client_info", None)
+        name = getattr(info, "name", None)
+        return name if isinstance(name, str) else None
 
     def _declares_output(self, called: str, target: CatalogTool | None) -> bool:
         """Whether the tool the client called has an ``outputSchema`` the client knows of."""

@@ -1,9 +1,14 @@
-"""What clients make of an exposed name: the name they send to their model, and its limit.
+"""What clients make of what the proxy serves: the name they send to their model and its
+limit, and what of an error result they show the model.
 
 Clients prefix a tool's name with the name they registered the proxy under (Claude Code
 sends ``mcp__NAME__tool`` and the model API refuses names over 64 characters), so the
 longest exposed name the proxy may use follows from that name (``name_budget``), and
-``check --as NAME`` names every exposed name some client cannot take (``over_limits``). Pure.
+``check --as NAME`` names every exposed name some client cannot take (``over_limits``).
+Gemini CLI shows the model an error result's text and then its structured content again, so
+the proxy's message reached its model twice; to the clients in ``TEXT_ONLY_ERRORS`` an error
+is its text alone (``errors_as_text``). Claude Code and Codex show the structured content in
+place of the text, so to them, and to every other client, an error keeps both. Pure.
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ CLIENT_LIMITS: tuple[ClientLimit, ...] = (
     ClientLimit("Gemini CLI", "mcp_{server}_{tool}", 63, "Gemini CLI cuts the name in the middle"),
 )
 """The clients whose limits are known (November 2026): the strictest sets the budget."""
+
+
+TEXT_ONLY_ERRORS: frozenset[str] = frozenset({"gemini-cli-mcp-client"})
+"""The ``clientInfo.name`` of clients that show an error result's text and its structured content both."""
+
+
+def errors_as_text(client_name: str | None) -> bool:
+    """Whether an error result for this client is its text alone (its message said once)."""
+    return client_name in TEXT_ONLY_ERRORS
 
 
 def name_budget(max_length: int, registered_as: str | None) -> int:

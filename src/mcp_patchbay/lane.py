@@ -52,6 +52,8 @@ class CallLane:
         self._send: Send | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._saw_initialize = False
+        self.client_name: str | None = None
+        """The ``clientInfo.name`` of the client's ``initialize`` (what it shows the model differs)."""
         self.open = False
         """True once the client finished the handshake: from then on tool calls take the lane."""
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
@@ -86,6 +88,10 @@ class CallLane:
             return True
         if method == "initialize" and "id" in message:
             self._saw_initialize = True
+            params = message.get("params")
+            info = cast("dict[str, Any]", params).get("clientInfo") if isinstance(params, dict) else None
+            name = cast("dict[str, Any]", info).get("name") if isinstance(info, dict) else None
+            self.client_name = name if isinstance(name, str) else None
         elif method == "notifications/initialized" and self._saw_initialize and not self.open:
             self.open = True
             logger.debug("handshake done: tool calls now take the lane")
