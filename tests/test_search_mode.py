@@ -320,3 +320,57 @@ def test_a_note_for_a_server_searched_by_another_spelling_is_kept() -> None:
         [], query="weather", unavailable=[ServerNote("my_server", "starting", "wait")], server="My-Server"
     )
     assert structured["unavailable"][0]["server"] == "my_server" and "starting" in text
+
+
+# --- approvals: the tools found join the listing; call_tool's annotations are true -----------------
+
+
+async def test_the_tools_a_search_found_join_the_listing_and_the_client_is_told() -> None:
+    """Clients approve tools by name: a tool found is listed under its own name and annotations
+    (with list_changed), so the client asks for it on its own, not once for call_tool."""
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with connected(_config({"found_tools": 2}), _upstreams(), message_handler=on_message) as (_, client):
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+        found = await client.call_tool(FIND, {"query": "open a new bug report on the repo", "limit": 1})
+        assert found.structured_content is not None
+        assert "join your tool list" in found.structured_content["next"] and "join your tool list" in result_text(found)
+        with anyio.fail_after(5):
+            await changed.wait()
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL, "github__create_issue"]
+        result = await client.call_tool("github__create_issue", {"repo": "r", "title": "t"})
+        assert not result.is_error
+        # The most recently found are kept, at most found_tools of them, in the catalog's order.
+        await client.call_tool(FIND, {"query": "read a file", "limit": 1})
+        await client.call_tool(FIND, {"query": "list the files in a folder", "limit": 1})
+        listed = [t.name for t in (await client.list_tools()).tools]
+    assert listed == [FIND, CALL, "files__list_directory", "files__read_file"]
+
+
+async def test_found_tools_zero_lists_only_the_two() -> None:
+    async with connected(_config({"found_tools": 0}), _upstreams()) as (_, client):
+        found = await client.call_tool(FIND, {"query": "open a new bug report on the repo"})
+        assert found.structured_content is not None and "join your tool list" not in found.structured_content["next"]
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+
+
+async def test_call_tool_says_what_its_targets_may_do() -> None:
+    """Codex runs a tool without asking only when it is read-only: call_tool is, only when every
+    tool it can reach is; otherwise it says it may destroy, as an unannotated tool may."""
+    async with connected(_config(), _upstreams()) as (_, client):
+        call = next(t for t in (await client.list_tools()).tools if t.name == CALL)
+    assert call.annotations is not None
+    assert (call.annotations.read_only_hint, call.annotations.destructive_hint) == (False, True)
+    reader = make_server(
+        "reader",
+        {"read": FakeTool(_echo, annotations=types.ToolAnnotations(read_only_hint=True), description="Read.")},
+    )
+    config = config_from({"reader": {"command": "x"}}, {"expose": "search"})
+    async with connected(config, MemoryUpstreams({"reader": reader})) as (_, client):
+        await client.call_tool(FIND, {"query": "read"})  # after startup: search mode lists before it
+        call = next(t for t in (await client.list_tools()).tools if t.name == CALL)
+    assert call.annotations is not None and call.annotations.read_only_hint is True

@@ -86,6 +86,8 @@ class ToolPath:
         self._outboxes = outboxes
         self.on_call: CallObserver | None = None
         """Told of every tool call's outcome (the gateway's metrics)."""
+        self.on_listing_changed: Callable[[], None] = lambda: None
+        """A search made tools join the listing: ``Proxy`` tells the clients that were served it."""
         self.lane_client: Callable[[], str | None] = lambda: None
         """The stdio client's name, for a call the lane took (no SDK session to ask): ``Proxy`` sets it."""
 
@@ -240,7 +242,12 @@ class ToolPath:
         index = await view.exposure.index(view.catalog, view.servers)
         upstreams = [u for name, u in self.supervisor.upstreams.items() if name in view.servers]
         notes = unavailable_notes(request.query, upstreams)
-        return find_result(index, request, notes, self.exposure.names)
+        listed = self.settings.found_tools > 0
+        result = find_result(index, request, notes, self.exposure.names, listed=listed)
+        found = [tool["name"] for tool in result["structuredContent"]["tools"]]
+        if view.exposure.found(found):
+            self.on_listing_changed()
+        return result
 
     async def _resolve(self, called: str, view: View, *, again: bool = True) -> CatalogTool:
         catalog = view.catalog

@@ -27,6 +27,7 @@ The ``search`` package is imported at the first search-mode listing, not at star
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -61,11 +62,19 @@ def listing_cost(tools: Sequence[types.Tool]) -> tuple[int, int]:
     return chars, math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def call_tool_definition(names: OwnTools, *, searching: bool = True) -> types.Tool:
+def call_tool_definition(names: OwnTools, *, searching: bool = True, read_only: bool = False) -> types.Tool:
     """``call_tool`` (``own_tools`` owns its definition)."""
     from mcp_patchbay.own_tools import call_tool_json
 
-    return types.Tool.model_validate(call_tool_json(names, searching=searching), by_name=False)
+    return types.Tool.model_validate(call_tool_json(names, searching=searching, read_only=read_only), by_name=False)
+
+
+def all_read_only(catalog: Catalog) -> bool:
+    """Whether every tool ``call_tool`` can reach says it only reads (an empty catalog does not:
+    what comes later is not known)."""
+    return bool(catalog.tools) and all(
+        tool.annotations is not None and tool.annotations.read_only_hint is True for tool in catalog.tools
+    )
 
 
 def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
@@ -87,6 +96,8 @@ class Exposure:
         self._tools: list[IndexedTool] = []
         self._find_tools: types.Tool | None = None
         self._building = anyio.Lock()
+        self._found: OrderedDict[str, None] = OrderedDict()
+        """Exposed names searches found, least recently found first (``found``)."""
 
     def search_mode(self, catalog: Catalog) -> bool:
         return search_mode(self.settings, len(catalog.tools))
@@ -94,13 +105,34 @@ class Exposure:
     def listing(self, catalog: Catalog, servers: Mapping[str, str | None]) -> list[types.Tool]:
         """The tools the client lists now (without the status tool, which the server adds).
         ``servers``: every server in config order, to its instructions."""
+        read_only = all_read_only(catalog)
         if not self.search_mode(catalog):
-            extra = [call_tool_definition(self.names, searching=False)] if self.settings.call_tool else []
+            extra = (
+                [call_tool_definition(self.names, searching=False, read_only=read_only)]
+                if self.settings.call_tool
+                else []
+            )
             return [*catalog.tools, *extra]
         self._build(catalog, servers)
         assert self._find_tools is not None
-        kept = [tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed]
-        return [self._find_tools, call_tool_definition(self.names), *kept]
+        kept = [
+            tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed or tool.name in self._found
+        ]
+        return [self._find_tools, call_tool_definition(self.names, read_only=read_only), *kept]
+
+    def found(self, names: Sequence[str]) -> bool:
+        """Tools a search found join the listing (``found_tools``, the most recent kept); whether
+        the listing changed, so the client should be told."""
+        limit = self.settings.found_tools
+        if not limit or not names:
+            return False
+        before = set(self._found)
+        for name in names:
+            self._found.pop(name, None)
+            self._found[name] = None
+        while len(self._found) > limit:
+            self._found.popitem(last=False)
+        return set(self._found) != before
 
     async def index(self, catalog: Catalog, servers: Mapping[str, str | None]) -> ToolIndex:
         """The search index of this catalog, built once, in a worker thread (a few hundred ms
@@ -229,8 +261,11 @@ def _same_server(given: str, name: str) -> bool:
     return normalize(given) == normalize(name)
 
 
-def find_result(index: ToolIndex, request: FindRequest, notes: Sequence[ServerNote], names: OwnTools) -> dict[str, Any]:
-    """The ``tools/call`` result of a search, as JSON values."""
+def find_result(
+    index: ToolIndex, request: FindRequest, notes: Sequence[ServerNote], names: OwnTools, *, listed: bool = False
+) -> dict[str, Any]:
+    """The ``tools/call`` result of a search, as JSON values (``listed``: the tools found join the
+    client's tool list, ``Exposure.found``)."""
     from mcp_patchbay.search import render_answer
 
     servers = [*index.servers, *(note.server for note in notes if note.server not in index.servers)]
@@ -243,7 +278,7 @@ def find_result(index: ToolIndex, request: FindRequest, notes: Sequence[ServerNo
         )
     hits = index.search(request.query, limit=request.limit, server=request.server)
     structured, text = render_answer(
-        hits, query=request.query, unavailable=notes, server=request.server, call_tool=names.call_tool
+        hits, query=request.query, unavailable=notes, server=request.server, call_tool=names.call_tool, listed=listed
     )
     return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 

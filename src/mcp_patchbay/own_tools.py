@@ -20,8 +20,12 @@ from mcp_patchbay.search.render import OUTPUT_SCHEMA
 __all__ = ["call_tool_json", "early_search_listing", "find_tools_json"]
 
 
-def call_tool_json(names: OwnTools, *, searching: bool = True) -> dict[str, Any]:
-    """``call_tool``; in search mode it points at ``find_tools``, otherwise at the listed tools."""
+def call_tool_json(names: OwnTools, *, searching: bool = True, read_only: bool = False) -> dict[str, Any]:
+    """``call_tool``; in search mode it points at ``find_tools``, otherwise at the listed tools.
+
+    Its annotations say what its targets may do, since clients approve by them (Codex runs a
+    tool without asking only when it is read-only): read-only only when every tool it can reach
+    is (``read_only``), else possibly destructive and open-world, as an unannotated tool is."""
     where = f"Find the tool and its arguments with {names.find_tools} first." if searching else ""
     source = "as find_tools gave it" if searching else "as the tool list shows it"
     return {
@@ -38,6 +42,11 @@ def call_tool_json(names: OwnTools, *, searching: bool = True) -> dict[str, Any]
             },
             "required": ["name"],
         },
+        "annotations": (
+            {"readOnlyHint": True, "idempotentHint": True}
+            if read_only
+            else {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+        ),
     }
 
 

@@ -164,6 +164,7 @@ class Proxy:
         self.server = self._build_server()
         self.lane = CallLane(self.run_tool)
         self.tools.lane_client = lambda: self.lane.client_name
+        self.tools.on_listing_changed = lambda: self.changes.on_catalog_change({"tools"})
         self.remembers_start = not shared
         """Whether this run keeps its catalog's size for the next start's early listing
         (``start_memory``): not the gateway's (it answers no listing early), nor a run on part

@@ -68,6 +68,12 @@ class Settings(BaseModel, frozen=True):
     tool name they did not list (the name then travels as data and gets the proxy's forgiving
     resolution)."""
 
+    found_tools: Annotated[int, Field(ge=0, le=50)] = 8
+    """In search mode, the tools searches found join the client's tool list (the ``found_tools``
+    most recently found; a ``list_changed`` tells the client), so it approves and calls each by its
+    own name and annotations; ``call_tool`` stays for names it has not listed. 0: only
+    ``find_tools`` and ``call_tool`` are listed."""
+
     unknown_tool: Literal["result", "error"] = "result"
     """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
 

@@ -223,7 +223,9 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
     return entry
 
 
-def _next(entries: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str, str]], call_tool: str) -> str:
+def _next(
+    entries: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str, str]], call_tool: str, listed: bool
+) -> str:
     """What the answer tells the model to do next, for the structured answer (the text says it
     in its header, its footnotes and its notes)."""
     if not entries:
@@ -235,8 +237,10 @@ def _next(entries: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str, str
         )
         if any(e["detail"] == "brief" for e in entries):
             told += ' For a "brief" tool, search its exact name first for its full arguments schema.'
+        if listed:
+            told += " The tools found also join your tool list: later, you may call each by its own name."
     if notes:
-        told += " Some servers cannot serve now: see \"unavailable\" for what to tell the user."
+        told += ' Some servers cannot serve now: see "unavailable" for what to tell the user.'
     return told
 
 
@@ -274,9 +278,16 @@ def _notes(notes: Sequence[ServerNote], server: str | None) -> list[dict[str, st
 
 
 def _text(
-    query: str, entries: Sequence[Mapping[str, Any]], omitted: int, unavailable: Sequence[Mapping[str, str]], call: str
+    query: str,
+    entries: Sequence[Mapping[str, Any]],
+    omitted: int,
+    unavailable: Sequence[Mapping[str, str]],
+    call: str,
+    listed: bool = False,
 ) -> str:
     lines = [_header(len(entries), query, call)]
+    if listed and entries:
+        lines[0] += " They also join your tool list: later, you may call each by its own name."
     lines.extend(_entry_text(rank, entry) for rank, entry in enumerate(entries, 1))
     if any(e["detail"] == "brief" for e in entries):
         lines.append("(* required. Search a tool's exact name for its full arguments schema.)")
@@ -298,14 +309,16 @@ def render_answer(
     full: int = FULL_SCHEMAS,
     budget: int = TEXT_BUDGET,
     call_tool: str = "patchbay__call_tool",
+    listed: bool = False,
 ) -> tuple[dict[str, Any], str]:
-    """(structuredContent, text) for ``hits``; the text is at most ``budget`` characters."""
+    """(structuredContent, text) for ``hits``; the text is at most ``budget`` characters.
+    ``listed``: the tools found join the client's tool list (the answer says so)."""
     notes = _notes(unavailable, server)
     query_shown = _cut(query, 200)
     levels = [index < full for index in range(len(hits))]
     entries = [_entry(hit.tool, full_) for hit, full_ in zip(hits, levels, strict=True)]
     omitted = 0
-    text = _text(query_shown, entries, omitted, notes, call_tool)
+    text = _text(query_shown, entries, omitted, notes, call_tool, listed)
     while len(text) > budget:
         if any(e["detail"] == "full" for e in entries):
             last = max(i for i, e in enumerate(entries) if e["detail"] == "full")
@@ -318,8 +331,8 @@ def render_answer(
         else:
             text = text[: budget - 1] + "…"
             break
-        text = _text(query_shown, entries, omitted, notes, call_tool)
-    structured: dict[str, Any] = {"next": _next(entries, notes, call_tool), "tools": entries}
+        text = _text(query_shown, entries, omitted, notes, call_tool, listed)
+    structured: dict[str, Any] = {"next": _next(entries, notes, call_tool, listed), "tools": entries}
     if omitted:
         structured["omitted"] = omitted
     if notes:
