@@ -374,3 +374,47 @@ async def test_call_tool_says_what_its_targets_may_do() -> None:
         await client.call_tool(FIND, {"query": "read"})  # after startup: search mode lists before it
         call = next(t for t in (await client.list_tools()).tools if t.name == CALL)
     assert call.annotations is not None and call.annotations.read_only_hint is True
+
+
+@pytest.mark.parametrize(("action", "ran"), [("accept", True), ("decline", False), ("cancel", False)])
+async def test_confirm_asks_the_user_before_call_tool_runs_what_may_change_things(action: str, ran: bool) -> None:
+    """patchbay.confirm: the client approved call_tool once, not what it reaches; a tool that does
+    not say it only reads is put to the user first (elicitation), and runs only if accepted."""
+    asked: list[str] = []
+    runs: list[str] = []
+
+    async def write(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        runs.append("write")
+        return text("written")
+
+    async def read(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        runs.append("read")
+        return text("read")
+
+    async def elicitation(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action)  # type: ignore[arg-type]
+
+    only_reads = types.ToolAnnotations(read_only_hint=True)
+    server = make_server(
+        "disk", {"write": FakeTool(write, description="Write."), "read": FakeTool(read, annotations=only_reads)}
+    )
+    config = config_from({"disk": {"command": "x"}}, {"expose": "search", "confirm": True})
+    async with connected(config, MemoryUpstreams({"disk": server}), elicitation_callback=elicitation) as (_, client):
+        wrote = await client.call_tool(CALL, {"name": "disk__write", "arguments": {"path": "a"}})
+        assert asked and asked[0].startswith('Run disk__write (server \'disk\') with {"path": "a"}?')
+        assert result_text(await client.call_tool(CALL, {"name": "disk__read"})) == "read"  # read-only: not asked
+        assert len(asked) == 1
+    assert ("write" in runs) is ran
+    if ran:
+        assert result_text(wrote) == "written"
+    else:
+        assert error_info(wrote)["code"] == "USER_DECLINED" and "did not approve" in result_text(wrote)
+
+
+async def test_confirm_leaves_the_call_to_a_client_that_cannot_ask() -> None:
+    server = make_server("disk", {"write": FakeTool(_echo, description="Write.")})
+    config = config_from({"disk": {"command": "x"}}, {"expose": "search", "confirm": True})
+    async with connected(config, MemoryUpstreams({"disk": server})) as (_, client):  # no elicitation capability
+        result = await client.call_tool(CALL, {"name": "disk__write", "arguments": {}})
+    assert not result.is_error

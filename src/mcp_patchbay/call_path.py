@@ -20,6 +20,7 @@ record read it from there.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -192,6 +193,8 @@ class ToolPath:
                     )
             self.supervisor.status.record_call(server, target.upstream_name)
             with self.channel.calling(server, request) as flight:
+                if named_as_data and self.settings.confirm:
+                    await self._confirm(target, arguments)
                 call = self._tool_call(upstream, target, arguments, on_progress, meta)
                 if flight is not None:
                     call.excused = lambda: flight.refused
@@ -227,6 +230,32 @@ class ToolPath:
             )
             return self.error_result(
                 error, called, target, server, started=started, request=request, named_as_data=named_as_data
+            )
+
+    async def _confirm(self, target: CatalogTool, arguments: dict[str, Any] | None) -> None:
+        """``patchbay.confirm``: a call through ``call_tool`` to a tool that does not say it only
+        reads asks the user first, through the client (elicitation; where it cannot ask, the
+        client's own approval of ``call_tool`` stands). Declined or cancelled: USER_DECLINED."""
+        annotations = target.definition.annotations
+        if annotations is not None and annotations.read_only_hint is True:
+            return
+        shown = json.dumps(arguments or {}, ensure_ascii=False)
+        shown = shown if len(shown) <= 300 else shown[:299] + "…"
+        params = types.ElicitRequestFormParams(
+            message=f"Run {target.exposed} (server '{target.server}') with {shown}? It may change things.",
+            requested_schema={"type": "object", "properties": {}},
+        )
+        answer = await self.channel.elicit(target.server, params)
+        if isinstance(answer, types.ErrorData):
+            logger.info("confirm: the client cannot ask its user (%s); %s runs", answer.message, target.exposed)
+            return
+        if answer.action != "accept":
+            raise ClientError(
+                Code.USER_DECLINED,
+                f"The user did not approve running '{target.exposed}', so it was not run. Ask the user what to do "
+                "instead; do not retry it unasked.",
+                server=target.server,
+                tool=target.upstream_name,
             )
 
     async def warm_index(self) -> None:

@@ -73,6 +73,7 @@ class Code(enum.StrEnum):
     PROMPT_NOT_FOUND = "PROMPT_NOT_FOUND"
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
     INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    USER_DECLINED = "USER_DECLINED"
     SERVER_UNAVAILABLE = "SERVER_UNAVAILABLE"
     CONFIG_INVALID = "CONFIG_INVALID"
     SERVER_STARTING = "SERVER_STARTING"
@@ -111,6 +112,8 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.PROMPT_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
     Code.RESOURCE_NOT_FOUND: _CodeInfo(_C.NOT_FOUND, False),
     Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
+    # The user said no to a call through call_tool (patchbay.confirm): nothing was sent.
+    Code.USER_DECLINED: _CodeInfo(_C.VALIDATION, False),
     Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
     # The proxy's own config could not be used at the start: no server was started (cli).
     Code.CONFIG_INVALID: _CodeInfo(_C.CONFIGURATION, False),

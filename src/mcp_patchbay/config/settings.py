@@ -74,6 +74,11 @@ class Settings(BaseModel, frozen=True):
     own name and annotations; ``call_tool`` stays for names it has not listed. 0: only
     ``find_tools`` and ``call_tool`` are listed."""
 
+    confirm: bool = False
+    """In search mode, a call through ``call_tool`` to a tool that does not say it is read-only first
+    asks the user (elicitation, where the client supports it): the client approved ``call_tool``
+    once, not what it reaches. Declined, the call is not made (``USER_DECLINED``)."""
+
     unknown_tool: Literal["result", "error"] = "result"
     """A call to a tool that cannot be resolved: an ``isError`` result with suggestions, or a JSON-RPC error."""
 
