@@ -85,8 +85,14 @@ def test_an_exact_or_mistaken_name_still_ranks_first_with_meaning() -> None:
 
 def test_queries_that_say_no_need_get_nothing_by_meaning() -> None:
     index = ToolIndex.build(TOOLS)
-    for query in ("", "   ", "!!!", "the a of", "a" * 5_000):
+    for query in ("", "   ", "!!!", "the a of", "a" * 5_000, "zzqx", "asdkjh qwe"):
         assert names(index, query) == []
+
+
+def test_a_word_only_the_catalog_uses_still_asks_meaning(model: Meaning) -> None:
+    assert not model.knows("kubectl")
+    index = ToolIndex.build(TOOLS)
+    assert names(index, "kubectl")[0] == "kubernetes__kubectl_scale"
 
 
 def test_an_index_without_the_model_ranks_by_words(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,11 +57,12 @@ Meaning
     When the meaning model loads (``meaning.Meaning``; ``build(meaning=False)`` leaves it
     out), every tool is embedded at build time from ``documents.meaning_text`` (its server's
     and name's words, title and the first ``documents.MEANING_CHARS`` characters of its
-    description) and each query with a term of at most ``MEANING_WORD`` letters is embedded
-    per search. The ``MEANING_DEPTH`` tools nearest the query (cosine) get a meaning score
-    from 0 (the last of them; in a catalog no bigger than that, cosine 0) to 1 (the nearest),
-    and ``MEANING_WEIGHT`` times it is added to their score above (0 lexical for a tool no
-    query word finds: a need said in words no part of the tool uses can still rank). A
+    description) and each query is embedded per search when it says a need: it has a word of
+    at most ``MEANING_WORD`` letters, not a stop word, that the catalog uses or the model knows
+    whole ("zzqx" is neither). The ``MEANING_DEPTH`` tools nearest the query (cosine) get a
+    meaning score from 0 (the last of them; in a catalog no bigger than that, cosine 0) to 1
+    (the nearest), and ``MEANING_WEIGHT`` times it is added to their score above (0 lexical for
+    a tool no query word finds: a need said in words no part of the tool uses can still rank). A
     weighted sum, not rank fusion: the lexical score keeps its margins, meaning breaks its
     near ties and brings tools it cannot see. Tuned on the tune half by mean reciprocal rank
     at 20 (flatter than top-1/top-5 counts): weight 0.2 and depth 20 were best (0.799 vs
@@ -156,8 +157,9 @@ MEANING_WEIGHT = 0.2
 """The most the meaning score adds (in units of the best lexical score): the best cosine of a query gets it all."""
 MEANING_DEPTH = 20
 MEANING_WORD = 40
-"""A query is searched by meaning only when it has a term (not a stop word) of at most this many
-letters: "the a of", "!!!" or a run of 1,000 letters say no need."""
+"""A query is searched by meaning only when it has a word (not a stop word) of at most this many
+letters that the catalog uses or the model knows whole: "the a of", "!!!", "zzqx" or a run of
+1,000 letters say no need."""
 """The tools nearest in meaning that can rank without any lexical match; the cosine of the last
 of them is the meaning score's zero."""
 FIELDS: dict[str, tuple[float, float]] = {
@@ -436,6 +438,17 @@ class ToolIndex:
                     offer(doc, score * UPSTREAM_DISCOUNT)
         return {d: s for d, s in found.items() if s >= NAME_CUTOFF}
 
+    def _says_a_need(self, query: str) -> bool:
+        """Whether the query has a word (not a stop word) that the catalog uses or the meaning
+        model knows whole: "zzqx", "!!!" or "the a of" are searched by words and names only."""
+        meaning = self._meaning
+        for word in split_words(query):
+            if word in STOP_WORDS or not word.isalpha() or len(word) > MEANING_WORD:
+                continue
+            if fold(word) in self._postings or (meaning is not None and meaning.knows(word)):
+                return True
+        return False
+
     def _nearest(self, query: str, allowed: set[int] | None) -> dict[int, float]:
         """Doc -> meaning score (0 to 1) of the MEANING_DEPTH tools nearest the query in meaning:
         its cosine, from the last one's (0) to the best one's (1)."""
@@ -499,8 +512,7 @@ class ToolIndex:
                 if agree:
                     score += NUMBER_AGREE if all(agree) else -NUMBER_AGREE if not any(agree) else 0.0
             combined[doc] = score
-        worded = any(len(term) <= MEANING_WORD for group in members for term in group)
-        for doc, value in (self._nearest(raw, allowed) if worded else {}).items():
+        for doc, value in (self._nearest(raw, allowed) if self._says_a_need(raw) else {}).items():
             base = combined.get(doc, lexical.get(doc, 0.0) / top_lexical)
             combined[doc] = base + MEANING_WEIGHT * value
         for doc, similarity in names.items():

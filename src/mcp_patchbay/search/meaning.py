@@ -44,6 +44,8 @@ and ranked lower on the bench."""
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 _TENSOR = "embedding.weight"
+_WORD_START = "\u2581"
+"""How Llama's tokenizer marks a token that starts a word."""
 _MAX_TOKENS = 256
 """A text is embedded from its first tokens only: a tool's purpose is said first, and a mean
 over a long schema's words says less."""
@@ -110,6 +112,11 @@ class Meaning:
             return None
         tokenizer.no_padding()
         return cls(table, tokenizer)
+
+    def knows(self, word: str) -> bool:
+        """Whether ``word`` (lowercase) is a whole word of the model's vocabulary, one token:
+        "paint" is, "zzqx" (four pieces) is not."""
+        return self._tokenizer.token_to_id(_WORD_START + word) is not None
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """One normalised mean-of-tokens vector per text; a text with no tokens gets zeros."""
