@@ -283,6 +283,7 @@ def _text(
     omitted: int,
     unavailable: Sequence[Mapping[str, str]],
     call: str,
+    *,
     listed: bool = False,
 ) -> str:
     lines = [_header(len(entries), query, call)]
@@ -318,7 +319,7 @@ def render_answer(
     levels = [index < full for index in range(len(hits))]
     entries = [_entry(hit.tool, full_) for hit, full_ in zip(hits, levels, strict=True)]
     omitted = 0
-    text = _text(query_shown, entries, omitted, notes, call_tool, listed)
+    text = _text(query_shown, entries, omitted, notes, call_tool, listed=listed)
     while len(text) > budget:
         if any(e["detail"] == "full" for e in entries):
             last = max(i for i, e in enumerate(entries) if e["detail"] == "full")
@@ -331,7 +332,7 @@ def render_answer(
         else:
             text = text[: budget - 1] + "…"
             break
-        text = _text(query_shown, entries, omitted, notes, call_tool, listed)
+        text = _text(query_shown, entries, omitted, notes, call_tool, listed=listed)
     structured: dict[str, Any] = {"next": _next(entries, notes, call_tool, listed), "tools": entries}
     if omitted:
         structured["omitted"] = omitted
