@@ -1,4 +1,4 @@
-"""``diagnosis.for_person``: what a person is told of a server that cannot serve (check, tools, call)."""
+"""``diagnosis.diagnose``: what a person is told of a server that cannot serve (check, tools, call)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import pytest
 
 from mcp_patchbay.availability import State
 from mcp_patchbay.config import ServerEntry, parse_config
-from mcp_patchbay.diagnosis import for_person
+from mcp_patchbay.diagnosis import diagnose
+
+
+def for_person(*args: Any, **kwargs: Any) -> str:
+    return diagnose(*args, **kwargs).text()
+
+
 from mcp_patchbay.errors import Code, NotDelivered, UpstreamError
 
 

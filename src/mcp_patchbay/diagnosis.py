@@ -5,8 +5,8 @@ The model's texts (``errors``, ``availability``) say what to do next in a model'
 ("Tell the user to fix the server's 'command'") and never show paths or URLs. A person needs
 the opposite: which command was not found and where it was looked for, which URL refused
 the connection and on what address, which key of which file to change, and what to run
-next. ``diagnose`` builds that (``Diagnosis``: a label, why, what next) from the entry, its
-state, the error's code and its developer detail; ``for_person`` is the same as one line.
+next. ``diagnose`` builds that (``Diagnosis``: a label, why, what next; ``text`` in one line) from
+the entry, its state, the error's code and its developer detail.
 Pure: values in, values out (the search path is read from the environment given).
 """
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mcp_patchbay.errors import PatchbayError
     from mcp_patchbay.upstream import Upstream
 
-__all__ = ["Diagnosis", "diagnose", "for_person", "of_upstream"]
+__all__ = ["Diagnosis", "diagnose", "of_upstream"]
 
 MAX_PATH_SHOWN = 300
 """Characters of a search path shown before it is cut."""
@@ -77,29 +77,6 @@ def of_upstream(upstream: Upstream, config_path: Path | None = None) -> Diagnosi
         login_hint=upstream.gate.login_command if upstream.gate is not None else None,
         restarting=upstream.first_ready_after is not None,
     )
-
-
-def for_person(
-    entry: ServerEntry,
-    state: State,
-    error: PatchbayError | None,
-    *,
-    connect_timeout: float,
-    config_path: Path | None = None,
-    environ: Mapping[str, str] = os.environ,
-    login_hint: str | None = None,
-) -> str:
-    """Why ``entry``'s server cannot serve and what to do, as one line ("" when it can)."""
-    found = diagnose(
-        entry,
-        state,
-        error,
-        connect_timeout=connect_timeout,
-        config_path=config_path,
-        environ=environ,
-        login_hint=login_hint,
-    )
-    return found.text()
 
 
 def diagnose(

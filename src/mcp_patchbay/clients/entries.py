@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 from mcp_patchbay.clients.locations import CLIENTS
+from mcp_patchbay.config.entries import TYPE_SPELLINGS
 
 __all__ = [
     "INPUT_VARIABLE",
@@ -40,14 +41,6 @@ __all__ = [
 
 Transport = Literal["stdio", "http", "sse"]
 
-_TYPES: Final[Mapping[str, Transport]] = {
-    "stdio": "stdio",
-    "http": "http",
-    "streamable-http": "http",
-    "streamablehttp": "http",
-    "streamable_http": "http",
-    "sse": "sse",
-}
 INPUT_VARIABLE: Final = re.compile(r"\$\{input:[^}]*\}")
 _BARE_VARIABLE: Final = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 ORDER: Final = ("command", "args", "env", "cwd", "type", "url", "headers", "oauth", "timeout", "tools", "disabled")
@@ -174,9 +167,9 @@ def normalize(client: str, raw: object, *, project: str | None = None, home: str
         spelt = str(raw_type).lower()
         if spelt in ("ws", "websocket"):
             return Normalized(None, skipped="a WebSocket server; patchbay speaks stdio, streamable HTTP and SSE")
-        if spelt not in _TYPES:
+        if spelt not in TYPE_SPELLINGS:
             return Normalized(None, skipped=f"unknown type {raw_type!r}")
-        declared = _TYPES[spelt]
+        declared = TYPE_SPELLINGS[spelt]
     if "command" in data and "url" in data:
         return Normalized(None, skipped="has both 'command' and 'url'")
     if "command" in data:

@@ -30,10 +30,10 @@ from mcp_patchbay.config.problems import ConfigProblem, key_path, quote, unknown
 from mcp_patchbay.config.selfref import launches_same_config
 from mcp_patchbay.config.variables import expand_entry
 
-__all__ = ["build_entry"]
+__all__ = ["TYPE_SPELLINGS", "build_entry"]
 
 # Spellings of ``type`` (compared lower-cased), to the transport they mean.
-_TYPE_SPELLINGS: Final[Mapping[str, Literal["stdio", "http", "sse"]]] = {
+TYPE_SPELLINGS: Final[Mapping[str, Literal["stdio", "http", "sse"]]] = {
     "stdio": "stdio",
     "http": "http",
     "streamable-http": "http",
@@ -81,8 +81,8 @@ def build_entry(shape: str, name: str, raw: object, config_path: Path, environ: 
     data.pop("transportType", None)
     declared: Literal["stdio", "http", "sse"] | None = None
     if raw_type is not None:
-        if isinstance(raw_type, str) and raw_type.lower() in _TYPE_SPELLINGS:
-            declared = _TYPE_SPELLINGS[raw_type.lower()]
+        if isinstance(raw_type, str) and raw_type.lower() in TYPE_SPELLINGS:
+            declared = TYPE_SPELLINGS[raw_type.lower()]
         else:
             problems.append(
                 ConfigProblem(

@@ -60,10 +60,10 @@ def _why(config: Config, name: str, exc: UpstreamError) -> str:
     if exc.code in _FOR_A_PERSON:
         return _FOR_A_PERSON[exc.code]
     from mcp_patchbay.availability import State
-    from mcp_patchbay.diagnosis import for_person
+    from mcp_patchbay.diagnosis import diagnose
 
     entry = next(e for e in config.servers if e.name == name)
-    return for_person(entry, State.FAILED, exc, connect_timeout=config.settings.connect_timeout) or exc.message
+    return diagnose(entry, State.FAILED, exc, connect_timeout=config.settings.connect_timeout).text() or exc.message
 
 
 async def login(config: Config, name: str) -> int:
