@@ -11,13 +11,12 @@ import pytest
 from mcp_patchbay.availability import State
 from mcp_patchbay.config import ServerEntry, parse_config
 from mcp_patchbay.diagnosis import diagnose
+from mcp_patchbay.errors import Code, NotDelivered, UpstreamError
 
 
 def for_person(*args: Any, **kwargs: Any) -> str:
+    """``diagnose`` in one line, as check, login, tools and call show it."""
     return diagnose(*args, **kwargs).text()
-
-
-from mcp_patchbay.errors import Code, NotDelivered, UpstreamError
 
 
 def entry(**fields: Any) -> ServerEntry:
