@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -167,3 +168,26 @@ def test_access_values_are_frozen() -> None:
     assert isinstance(access, Access)
     with pytest.raises(dataclasses.FrozenInstanceError):
         access.everything = True  # type: ignore[misc]
+
+
+def test_a_rule_naming_a_profile_permits_that_profile_s_servers_and_tools() -> None:
+    from pathlib import Path
+
+    from mcp_patchbay.config import parse_config
+
+    document = {
+        "mcpServers": {name: {"command": name} for name in ("docs", "notion", "github")},
+        "profiles": {"writing": {"servers": ["docs", "notion"], "tools": {"docs": {"deny": ["delete_*"]}}}},
+        "gateway": {
+            "tokens": {"alice": ALICE, "ci": CI},
+            "access": [{"tokens": ["alice"], "profile": "writing"}, {"tokens": ["ci"], "servers": ["github"]}],
+        },
+    }
+    config = parse_config(json.dumps(document), Path("/etc/patchbay.json"), {})
+    policy = AccessPolicy(config.gateway)
+    alice = policy.for_token(static("alice"))
+    assert alice.permits_server("docs") and alice.permits_server("notion") and not alice.permits_server("github")
+    assert alice.permits("docs", "search") and not alice.permits("docs", "delete_page")
+    assert alice.permits("notion", "delete_page")
+    ci = policy.for_token(static("ci"))
+    assert ci.permits("github", "search") and not ci.permits_server("docs")

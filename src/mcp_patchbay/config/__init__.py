@@ -15,7 +15,8 @@ can be pointed at directly::
         "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}
       },
       "servers": {},                       // VS Code's shape; may appear beside mcpServers
-      "patchbay": {"timeout": 50}          // proxy-wide settings (see Settings)
+      "patchbay": {"timeout": 50},         // proxy-wide settings (see Settings)
+      "profiles": {"coding": {"servers": ["github"]}}  // chosen with --profile (see profiles)
     }
 
 (The comments above are for this docstring only: the file is plain JSON.)
@@ -52,6 +53,8 @@ one thing (a module imports only those listed above it):
 - ``variables``: ``${VAR}`` expansion.
 - ``selfref``: whether an entry would launch patchbay itself with this same config.
 - ``entries``: one server entry, from its JSON object to a :class:`ServerEntry`.
+- ``profiles``: the ``"profiles"`` object, :func:`apply_profile` (a Config narrowed to one
+  profile: ``--profile``) and the gateway's access rules that name a profile.
 - ``loading``: :func:`load_config` and :func:`parse_config`: the file as a whole.
 
 This ``__init__`` only names the public API and imports each name's module when the
@@ -72,12 +75,14 @@ if TYPE_CHECKING:
     from mcp_patchbay.config.models import (
         Config,
         OAuthSettings,
+        Profile,
         RemoteSpec,
         ServerEntry,
         StdioSpec,
         ToolFilter,
     )
     from mcp_patchbay.config.problems import ConfigError, ConfigProblem
+    from mcp_patchbay.config.profiles import apply_profile
     from mcp_patchbay.config.settings import Settings
 
 __all__ = [
@@ -86,11 +91,13 @@ __all__ = [
     "ConfigError",
     "ConfigProblem",
     "OAuthSettings",
+    "Profile",
     "RemoteSpec",
     "ServerEntry",
     "Settings",
     "StdioSpec",
     "ToolFilter",
+    "apply_profile",
     "load_config",
     "parse_config",
 ]
@@ -99,6 +106,7 @@ __all__ = [
 _MODULE_OF: Final[Mapping[str, str]] = {
     "Config": "models",
     "OAuthSettings": "models",
+    "Profile": "models",
     "RemoteSpec": "models",
     "ServerEntry": "models",
     "Settings": "settings",
@@ -106,6 +114,7 @@ _MODULE_OF: Final[Mapping[str, str]] = {
     "ToolFilter": "models",
     "ConfigError": "problems",
     "ConfigProblem": "problems",
+    "apply_profile": "profiles",
     "load_config": "loading",
     "parse_config": "loading",
 }

@@ -8,7 +8,8 @@ Read only when the proxy serves over HTTP (stdio ignores it)::
       "oauth": {"issuer": "https://id.example.com", "audience": "https://mcp.example.com/mcp"},
       "access": [
         {"tokens": ["ci"], "servers": ["time"]},
-        {"claim": "groups", "values": ["eng"], "servers": ["*"], "tools": {"github": {"deny": ["delete_*"]}}}
+        {"claim": "groups", "values": ["eng"], "servers": ["*"], "tools": {"github": {"deny": ["delete_*"]}}},
+        {"tokens": ["alice"], "profile": "writing"}   // a profile's servers and tools (``config.profiles``)
       ],
       "allowed_hosts": ["mcp.example.com"],
       "request_state_keys": ["${PATCHBAY_STATE_KEY}"]
@@ -115,12 +116,18 @@ class AccessRule(BaseModel, frozen=True):
     tools: dict[str, ToolFilter] = Field(default_factory=dict[str, ToolFilter])
     """Per server, which of its tools (``allow`` / ``deny`` globs); the rest of the server's tools are all usable."""
 
+    profile: _Text | None = None
+    """One of the file's ``profiles``, whose ``servers`` and ``tools`` this rule grants (instead of
+    its own ``servers`` and ``tools``); loading puts them in (``config.profiles``)."""
+
     @model_validator(mode="after")
     def _check_who(self) -> Self:
         if not self.tokens and self.claim is None:
             raise ValueError("say whom the rule is for: 'tokens', or 'claim' with 'values'")
         if (self.claim is None) != (not self.values):
             raise ValueError("'claim' and 'values' go together")
+        if self.profile is not None and {"servers", "tools"} & self.model_fields_set:
+            raise ValueError("a rule with 'profile' grants that profile's servers and tools: leave out its own")
         return self
 
 

@@ -20,7 +20,7 @@ __all__ = [
     "TOP_LEVEL_KEYS",
 ]
 
-TOP_LEVEL_KEYS: Final = ("mcpServers", "servers", "patchbay", "gateway", "$schema", "inputs")
+TOP_LEVEL_KEYS: Final = ("mcpServers", "servers", "patchbay", "gateway", "profiles", "$schema", "inputs")
 """The keys the file may have at the top level."""
 
 SHAPES: Final = ("mcpServers", "servers")

@@ -2,7 +2,8 @@
 
 :func:`load_config` reads the file; :func:`parse_config` takes its text: JSON
 (``jsontext``), the top-level keys, the ``"patchbay"`` settings, and the server entries of
-both shapes, ``mcpServers`` then ``servers``, each built by ``entries``. A top-level key
+both shapes, ``mcpServers`` then ``servers``, each built by ``entries``, then the
+``"profiles"`` (``profiles``, which also fills in the gateway's access rules that name one). A top-level key
 that is not ours is a mistake when it reads as one of ours (misspelt, VS Code's ``mcp``
 wrapper, an entry out of place), else a client's own, ignored: a client's file can be used
 as it is. A mistake in the file as a whole is collected with the others and raised as one
@@ -24,6 +25,7 @@ from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
 from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
 from mcp_patchbay.config.models import Config, ServerEntry
 from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
+from mcp_patchbay.config.profiles import apply_profile, parse_profiles, resolve_access_profiles
 from mcp_patchbay.config.settings import Settings
 from mcp_patchbay.config.variables import expand_strings
 
@@ -107,9 +109,19 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
             first_shape[name] = shape
             entries.append(build_entry(shape, name, raw, path, env))
 
+    profiles = parse_profiles(data, list(first_shape), fatal)
+    gateway = resolve_access_profiles(gateway, profiles, fatal)
+
     if fatal:
         raise ConfigError.from_problems(path, fatal)
-    return Config(path=path, settings=settings, servers=tuple(entries), gateway=gateway, ignored_keys=tuple(ignored))
+    return Config(
+        path=path,
+        settings=settings,
+        servers=tuple(entries),
+        gateway=gateway,
+        ignored_keys=tuple(ignored),
+        profiles=profiles,
+    )
 
 
 def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem]) -> GatewaySettings | None:
@@ -135,9 +147,10 @@ def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem
         return None
 
 
-def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None, profile: str | None = None) -> Config:
     """Read and parse the config file at ``path``; a client's own top-level keys (Claude Desktop's
-    ``globalShortcut``, ``preferences``) are ignored with an INFO line. Raises ConfigError."""
+    ``globalShortcut``, ``preferences``) are ignored with an INFO line. ``profile``: narrow it to
+    that profile (``profiles.apply_profile``). Raises ConfigError."""
     path = Path(path).absolute()
     try:
         text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
@@ -154,4 +167,4 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> C
             path,
             ", ".join(config.ignored_keys),
         )
-    return config
+    return config if profile is None else apply_profile(config, profile)

@@ -2,7 +2,8 @@
 
 ``ToolFilter`` (which tools of a server are served), the two kinds of server entry,
 ``StdioSpec`` and ``RemoteSpec`` (on ``SpecBase``, the keys both take), ``ServerEntry``
-(one named entry, valid or not) and ``Config`` (the whole file). The ``"patchbay"``
+(one named entry, valid or not), ``Profile`` (one of the file's ``"profiles"``: some servers
+and tools, chosen with ``--profile``) and ``Config`` (the whole file). The ``"patchbay"``
 object is ``settings.Settings``, the ``"gateway"`` object ``gateway.GatewaySettings``.
 The pydantic models are frozen, strict and reject unknown keys (``STRICT_MODEL``); they
 check single values (a NUL in an argument, a URL without a host, ...). How the file's JSON
@@ -40,6 +41,7 @@ __all__ = [
     "STRICT_MODEL",
     "Config",
     "Names",
+    "Profile",
     "RemoteSpec",
     "Seconds",
     "ServerEntry",
@@ -334,6 +336,23 @@ class RemoteSpec(SpecBase, frozen=True):
         return value
 
 
+class Profile(BaseModel, frozen=True):
+    """One of the file's ``"profiles"``: the servers a client registered with ``--profile NAME``
+    is served, and per server which of their tools (on top of each entry's own ``tools``)."""
+
+    model_config = STRICT_MODEL
+
+    servers: Names = ("*",)
+    """Server names or fnmatch-style globs (``*`` for every one); the others are not started."""
+
+    tools: dict[str, ToolFilter] = Field(default_factory=dict[str, ToolFilter])
+    """Per server, which of its tools (``allow`` / ``deny`` globs, ``always_list``); a tool must
+    pass both this filter and the entry's own."""
+
+    def __hash__(self) -> int:
+        return hash((Profile, self.servers, frozenset(self.tools.items())))
+
+
 @dataclass(frozen=True)
 class ServerEntry:
     """One named entry of ``mcpServers`` or ``servers``."""
@@ -370,3 +389,14 @@ class Config:
 
     ignored_keys: tuple[str, ...] = ()
     """Top-level keys that are not patchbay's, ignored: a client's own (Claude Desktop's ``globalShortcut``)."""
+
+    profiles: tuple[tuple[str, Profile], ...] = ()
+    """The ``"profiles"`` object, ``(name, profile)`` in file order (a tuple: the Config stays hashable)."""
+
+    profile: str | None = None
+    """The profile this Config was narrowed to (``config.profiles.apply_profile``), else None: every
+    server of the file. A reload narrows the new file to the same profile."""
+
+    def profile_named(self, name: str) -> Profile | None:
+        """The profile called ``name``, if the file has one."""
+        return next((profile for key, profile in self.profiles if key == name), None)

@@ -2,7 +2,8 @@
 
 The config's ``access`` list (``config.gateway.AccessRule``) names, per rule, whom it is
 for (static ``tokens`` by name, or a JWT ``claim`` with some ``values``) and what they may
-use (``servers``, names or globs; per server, a ``tools`` filter). A caller gets the union
+use (``servers``, names or globs; per server, a ``tools`` filter; or a ``profile``, whose
+servers and tools loading has already put in the rule, ``config.profiles``). A caller gets the union
 of every rule that matches it: a tool is usable if any matching rule permits it. With an
 ``access`` list, a caller no rule matches sees nothing; without one, every admitted
 caller sees everything (``EVERYTHING``).
