@@ -317,3 +317,58 @@ def test_check_reports_the_exposure_mode_and_the_listing_cost_of_each(
     out = capsys.readouterr().out
     assert "exposed as: search mode" in out and "search_threshold 2" in out
     assert any(line.strip().startswith("all mode:") and "3 tools listed" in line for line in out.splitlines())
+
+
+# --- profiles: --profile and $PATCHBAY_PROFILE (issue 24) ----------------------------------------
+
+
+def test_the_profile_from_the_flag_or_the_environment_and_the_flag_wins() -> None:
+    assert cli.parse_options(["/a.json"], environ={}).profile is None
+    assert cli.parse_options(["/a.json", "--profile", "coding"], environ={}).profile == "coding"
+    assert cli.parse_options(["check", "/a.json"], environ={"PATCHBAY_PROFILE": "writing"}).profile == "writing"
+    assert cli.parse_options(["/a.json"], environ={"PATCHBAY_PROFILE": " "}).profile is None
+    env = {"PATCHBAY_PROFILE": "writing"}
+    assert cli.parse_options(["/a.json", "--profile", "coding"], environ=env).profile == "coding"
+    # A sign-in is the server's whichever profile serves it: the variable is ignored, the flag refused.
+    assert cli.parse_options(["login", "github", "/a.json"], environ=env).profile is None
+    with pytest.raises(cli.UsageError, match=r"^--profile is for serve and check, not login"):
+        cli.parse_options(["login", "github", "/a.json", "--profile", "coding"], environ={})
+
+
+def _with_profiles(tmp: Path, servers: dict[str, Any], profiles: dict[str, Any]) -> Path:
+    path = tmp / "patchbay.json"
+    path.write_text(json.dumps({"mcpServers": servers, "profiles": profiles, "patchbay": {"watch": False}}))
+    return path
+
+
+def test_check_with_a_profile_shows_only_what_it_exposes_and_its_listing_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    servers = {"code": upstream("code", "pid"), "docs": upstream("docs", "pid"), "mail": upstream("mail", "pid")}
+    profiles = {
+        "coding": {"servers": ["code"]},
+        "writing": {"servers": ["docs", "mail"], "tools": {"mail": {"deny": ["*"]}}},
+    }
+    config = _with_profiles(tmp_path, servers, profiles)
+    assert cli.main(["check", str(config), "--profile", "coding"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 servers ok, 1 tools" in out and "profile 'coding')" in out
+    assert "code" in out and "docs" not in out and "mail" not in out
+    monkeypatch.setenv("PATCHBAY_PROFILE", "writing")
+    assert cli.main(["check", str(config), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["profile"] == "writing" and [r["name"] for r in document["servers"]] == ["docs", "mail"]
+    assert document["tools"] == 1 and document["exposure"]["all"]["tools"] == 1  # mail's only tool is denied
+    monkeypatch.delenv("PATCHBAY_PROFILE")
+    assert cli.main(["check", str(config), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["profile"] is None and document["exposure"]["all"]["tools"] == 3
+
+
+def test_an_unknown_profile_is_a_config_mistake_naming_the_file_with_a_did_you_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _with_profiles(tmp_path, {"code": upstream("code")}, {"coding": {"servers": ["code"]}})
+    assert cli.main(["check", str(config), "--profile", "codng"]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{config}: profiles: unknown profile 'codng' (did you mean 'coding'?)" in err

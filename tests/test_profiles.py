@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_patchbay.config import Config, ConfigError, ToolFilter, apply_profile, parse_config
@@ -239,3 +240,73 @@ def test_an_access_rule_with_a_profile_and_its_own_servers_is_a_mistake() -> Non
         len(found) == 1
         and "gateway.access[0]: a rule with 'profile' grants that profile's servers and tools" in found[0]
     )
+
+
+# --- serving a profile, and reloading it -------------------------------------------------------
+
+
+def _servers(*names: str) -> dict[str, Any]:
+    from tests.harness import FakeTool, make_server, text
+
+    async def answer(ctx: Any, arguments: dict[str, Any]) -> Any:
+        return text("ok")
+
+    return {name: make_server(name, {t: FakeTool(answer) for t in ("search", "delete")}) for name in names}
+
+
+def _file(profiles: dict[str, Any], servers: tuple[str, ...] = ("code", "docs", "mail")) -> Config:
+    return parse_config(
+        json.dumps({"mcpServers": {name: {"command": name} for name in servers}, "profiles": profiles}), CFG, {}
+    )
+
+
+@pytest.mark.anyio
+async def test_a_profile_serves_only_its_servers_and_tools_and_reload_keeps_it() -> None:
+    from tests.harness import MemoryUpstreams, connected
+
+    profiles: dict[str, Any] = {"coding": {"servers": ["code", "docs"], "tools": {"docs": {"deny": ["delete"]}}}}
+    upstreams = MemoryUpstreams(_servers("code", "docs", "mail"))
+    async with connected(apply_profile(_file(profiles), "coding"), upstreams) as (proxy, client):
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"code__search", "code__delete", "docs__search"}
+        assert "mail" not in upstreams.connects and set(proxy.supervisor.upstreams) == {"code", "docs"}
+
+        # The whole file again, its coding profile now denying code's delete too: narrowed to the
+        # same profile, and neither server restarted for a filter's change.
+        code, docs = proxy.supervisor.upstreams["code"], proxy.supervisor.upstreams["docs"]
+        profiles["coding"]["tools"]["code"] = {"deny": ["delete"]}
+        proxy.supervisor.apply(_file(profiles))
+        assert proxy.supervisor.config.profile == "coding"
+        assert {t.name for t in (await client.list_tools()).tools} == {"code__search", "docs__search"}
+        assert proxy.supervisor.upstreams["code"] is code and proxy.supervisor.upstreams["docs"] is docs
+        assert upstreams.connects == {"code": 1, "docs": 1}
+
+        # A file without that profile any more is refused: the last good config keeps serving.
+        proxy.supervisor.apply(_file({"writing": {"servers": ["mail"]}}))
+        assert proxy.supervisor.config.profile == "coding" and set(proxy.supervisor.upstreams) == {"code", "docs"}
+        assert "mail" not in upstreams.connects
+
+        # The profile now takes mail instead of docs: docs stops, mail starts, code is untouched.
+        proxy.supervisor.apply(_file({"coding": {"servers": ["code", "mail"]}}))
+        assert set(proxy.supervisor.upstreams) == {"code", "mail"} and proxy.supervisor.upstreams["code"] is code
+        with anyio.fail_after(5):
+            while {t.name for t in (await client.list_tools()).tools} != {
+                "code__search",
+                "code__delete",
+                "mail__search",
+                "mail__delete",
+            }:
+                await anyio.sleep(0.01)
+        assert upstreams.connects == {"code": 1, "docs": 1, "mail": 1}
+
+
+@pytest.mark.anyio
+async def test_a_launch_change_still_restarts_the_server() -> None:
+    from tests.harness import MemoryUpstreams, running_proxy
+
+    upstreams = MemoryUpstreams(_servers("code"))
+    async with running_proxy(_file({}, ("code",)), upstreams) as proxy:
+        before = proxy.supervisor.upstreams["code"]
+        changed = parse_config(json.dumps({"mcpServers": {"code": {"command": "code", "args": ["-v"]}}}), CFG, {})
+        proxy.supervisor.apply(changed)
+        assert proxy.supervisor.upstreams["code"] is not before

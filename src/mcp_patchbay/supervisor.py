@@ -6,11 +6,14 @@ state or lists change, the catalog is rebuilt (once per change, never per call) 
 the change is passed on to the listeners, which tell the client.
 
 ``apply`` takes a new config while running: added servers start, removed ones stop,
-changed ones restart, unchanged ones are not touched.
+changed ones restart, unchanged ones are not touched; one whose entry changed only in its
+``tools`` filter keeps running with the new filter. A config narrowed to a profile
+(``--profile``) narrows each new file to the same profile.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +27,7 @@ from mcp_patchbay.availability import State, sign_in_tool
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.client_limits import name_budget
-from mcp_patchbay.config import Config, ServerEntry
+from mcp_patchbay.config import Config, ConfigError, ServerEntry, ToolFilter, apply_profile
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
@@ -202,7 +205,15 @@ class Supervisor:
     # --- config reload -------------------------------------------------------------------
 
     def apply(self, new: Config) -> None:
-        """Switch to ``new``: start added servers, stop removed ones, restart changed ones."""
+        """Switch to ``new``: start added servers, stop removed ones, restart changed ones
+        (a change of the ``tools`` filter alone restarts nothing). The whole file, when the
+        running config is narrowed to a profile, is narrowed to it first."""
+        if self.config.profile is not None and new.profile is None:
+            try:
+                new = apply_profile(new, self.config.profile)
+            except ConfigError as exc:
+                logger.error("config change ignored, keeping the last good config:\n%s", exc)
+                return
         old = {e.name: e for e in self.config.servers}
         fresh = {e.name: e for e in new.servers}
         if self.config_problem is not None:
@@ -212,16 +223,28 @@ class Supervisor:
                 listener({"tools"})
         if new.settings != self.config.settings:
             logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
-            new = Config(path=new.path, settings=self.config.settings, servers=new.servers)
+            new = dataclasses.replace(new, settings=self.config.settings)
         self.config = new
         # A reload is the user saying "try again": servers that gave up (a missing command)
         # restart even when their entry did not change.
         failed = {name for name, u in self.upstreams.items() if u.state is State.FAILED}
+        refiltered = {
+            name
+            for name, entry in fresh.items()
+            if name in self.upstreams
+            and name in old
+            and name not in failed
+            and old[name] != entry
+            and _same_but_tools(old[name], entry)
+        }
+        for name in refiltered:
+            logger.info("config: server '%s' serves other tools now (not restarted)", name)
+            self.upstreams[name].entry = fresh[name]
         for name, entry in old.items():
-            if fresh.get(name) != entry or name in failed:
+            if (fresh.get(name) != entry and name not in refiltered) or name in failed:
                 self._stop(name)
         for name, entry in fresh.items():
-            if old.get(name) != entry or name in failed:
+            if (old.get(name) != entry and name not in refiltered) or name in failed:
                 logger.info("config: %s server '%s'", "restarting" if name in old else "adding", name)
                 self._start(entry)
         self._rebuild()
@@ -234,3 +257,12 @@ class Supervisor:
             upstream.stop()
         if scope is not None:
             scope.cancel()
+
+
+def _same_but_tools(old: ServerEntry, new: ServerEntry) -> bool:
+    """Two valid entries that differ in their ``tools`` filter at most: the same launch, the same
+    limits, so the running server serves the new filter without a restart."""
+    if old.spec is None or new.spec is None or old.name != new.name:
+        return False
+    unfiltered = {"tools": ToolFilter()}
+    return old.spec.model_copy(update=unfiltered) == new.spec.model_copy(update=unfiltered)

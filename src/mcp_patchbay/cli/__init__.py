@@ -86,14 +86,17 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     # Serving on stdio: answer the client's initialize before anything else (early_handshake),
     # then start the plain stdio upstreams before even the config check imports pydantic
     # (spawn.early); the checked config then keeps exactly those it would launch itself.
-    handshake = EarlyHandshake.start_if_possible(path) if on_stdio else None
-    guessed = early(path) if options.command == "serve" else {}
+    # A profile serves some of the file's servers: started early they would only be stopped
+    # again, and the last start's tool count (the early listing's guess) may be another profile's.
+    profile = options.profile
+    handshake = EarlyHandshake.start_if_possible(path if profile is None else None) if on_stdio else None
+    guessed = early(path) if options.command == "serve" and profile is None else {}
     config_problem: str | None = None
     try:
         from mcp_patchbay.config import Config, ConfigError, Settings, load_config
 
         try:
-            config = load_config(Path(path))
+            config = load_config(Path(path), profile=profile)
         except ConfigError as exc:
             print(f"mcp-patchbay: invalid config:\n{exc}", file=sys.stderr)
             if not on_stdio or sys.stdin.isatty():  # a person at a terminal has just been told
@@ -102,7 +105,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             # connection that no client explains. The file is watched; fixed, it is applied.
             print("mcp-patchbay: serving no servers until the file is fixed", file=sys.stderr)
             config_problem = exc.summary()
-            config = Config(path=Path(path).absolute(), settings=Settings(), servers=())
+            # A reload narrows the fixed file to the profile asked for (Supervisor.apply).
+            config = Config(path=Path(path).absolute(), settings=Settings(), servers=(), profile=profile)
         kept = settle(guessed, config.servers)
     finally:
         discard({name: item.process for name, item in guessed.items()})  # left only if the check failed
@@ -155,7 +159,9 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
 
                 if sys.stdin.isatty():
                     print(
-                        f"mcp-patchbay: serving {len(config.servers)} servers from {config.path} as one MCP server "
+                        f"mcp-patchbay: serving {len(config.servers)} servers from {config.path}"
+                        + (f" (profile {config.profile!r})" if config.profile else "")
+                        + " as one MCP server "
                         "on stdin/stdout, for an MCP client to launch (see 'mcp-patchbay install'); "
                         "Ctrl-C to stop",
                         file=sys.stderr,

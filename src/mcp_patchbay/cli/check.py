@@ -1,6 +1,7 @@
 """``check``: connect to every upstream once and report, one line per server (or ``--json``),
 with what the client would list (``exposure``) and the tool names too long for a known client
-(``client_limits``). Exit status 1 when a server is not ready.
+(``client_limits``). Exit status 1 when a server is not ready. With ``--profile`` the config is
+that profile's share (``config.profiles``): its servers, its tools, its listing cost.
 
 The PROBLEM column is for the person who runs it (``diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
@@ -75,7 +76,13 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
     too_long = name_warnings(listed, registered_as)
     if as_json:
         names = {"registered_as": registered_as, "assumed": assumed, "too_long": too_long}
-        document = {"servers": rows, "tools": len(supervisor.catalog.tools), "names": names, "exposure": exposure}
+        document = {
+            "profile": config.profile,
+            "servers": rows,
+            "tools": len(supervisor.catalog.tools),
+            "names": names,
+            "exposure": exposure,
+        }
         print(json.dumps(document, indent=2))
     else:
         width = max([len(r["name"]) for r in rows] + [6])
@@ -89,7 +96,8 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
         total = len(supervisor.catalog.tools)
         print(
             f"\n{len(rows) - len(failed)} of {len(rows)} servers ok, {total} tools, "
-            f"checked in {time.monotonic() - started:.1f}s ({config.path})"
+            f"checked in {time.monotonic() - started:.1f}s ({config.path}"
+            + (f", profile {config.profile!r})" if config.profile else ")")
         )
         origins = [(r["name"], r["origin"]) for r in rows if r["origin"]]
         if origins:

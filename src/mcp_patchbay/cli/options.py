@@ -55,6 +55,8 @@ class Options:
     """``login`` / ``logout``: the server's name in the config."""
     http: tuple[str, int] | None = None
     """``serve --http [HOST:]PORT``: serve MCP over HTTP on this address instead of stdio."""
+    profile: str | None = None
+    """``serve`` / ``check``: the config's profile to serve (``--profile``, else ``$PATCHBAY_PROFILE``)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="[HOST:]PORT",
         help="serve: MCP over streamable HTTP at /mcp on this address (host default 127.0.0.1), "
         "the gateway for many clients, instead of stdio",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="serve, check: only the servers and tools of the config's profile NAME (default: $PATCHBAY_PROFILE)",
     )
     parser.add_argument("--json", action="store_true", help="check: print the status as JSON")
     parser.add_argument(
@@ -150,7 +157,36 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
     http = _http_address(args.http) if args.http is not None else None
     if http is not None and command != "serve":
         raise UsageError(f"--http is for serve, not {command}")
-    return Options(command, path, level, args.log_file, log_format, args.json, args.registered_as, server, http)
+    return Options(
+        command,
+        path,
+        level,
+        args.log_file,
+        log_format,
+        args.json,
+        args.registered_as,
+        server,
+        http,
+        _profile(args.profile, environ, command),
+    )
+
+
+def profile_option(given: str | None, environ: Mapping[str, str]) -> str | None:
+    """The profile asked for: ``--profile``, else ``$PATCHBAY_PROFILE`` (empty: none); every
+    command that serves or lists the config's tools reads it so."""
+    if given is not None:
+        if not given.strip():
+            raise UsageError("--profile: expected a profile's name")
+        return given
+    return environ.get("PATCHBAY_PROFILE", "").strip() or None
+
+
+def _profile(given: str | None, environ: Mapping[str, str], command: str) -> str | None:
+    if command in NAMED_COMMANDS:  # a sign-in is the server's, whichever profile serves it
+        if given is not None:
+            raise UsageError(f"--profile is for serve and check, not {command}")
+        return None
+    return profile_option(given, environ)
 
 
 def _http_address(text: str) -> tuple[str, int]:
