@@ -310,3 +310,22 @@ async def test_a_launch_change_still_restarts_the_server() -> None:
         changed = parse_config(json.dumps({"mcpServers": {"code": {"command": "code", "args": ["-v"]}}}), CFG, {})
         proxy.supervisor.apply(changed)
         assert proxy.supervisor.upstreams["code"] is not before
+
+
+# --- tools and call from the terminal ------------------------------------------------------------
+
+
+def test_tools_and_call_load_the_config_narrowed_to_the_profile(tmp_path: Path) -> None:
+    from mcp_patchbay.cli import calling, tools
+    from mcp_patchbay.cli.options import UsageError
+
+    path = tmp_path / "patchbay.json"
+    path.write_text(json.dumps({"mcpServers": SERVERS, "profiles": {"writing": {"servers": ["docs", "notion"]}}}))
+    assert [e.name for e in tools.load(str(path), {}, profile="writing").servers] == ["docs", "notion"]
+    from_env = tools.load(str(path), {"PATCHBAY_PROFILE": "writing"})
+    assert from_env.profile == "writing" and len(from_env.servers) == 2
+    assert len(tools.load(str(path), {}).servers) == 4
+    with pytest.raises(UsageError, match=r"unknown profile 'writng' \(did you mean 'writing'\?\)"):
+        tools.load(str(path), {}, profile="writng")
+    assert tools._tools_parser().parse_intermixed_args(["--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]
+    assert calling._parser().parse_intermixed_args(["x", "--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]

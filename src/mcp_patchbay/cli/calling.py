@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
     not_a_config([args.name], "call")
     arguments, texts = parse_arguments(args.pairs, args.args)
     setup_logs(args.log_level)
-    config = load(args.config)
+    config = load(args.config, profile=args.profile)
     request = CallRequest(args.name, arguments, texts, as_json=args.json, timeout=args.timeout)
     import anyio
 

@@ -78,6 +78,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the patchbay config (default: $PATCHBAY_CONFIG, else the default config 'mcp-patchbay import' writes)",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="only the servers and tools of the config's profile NAME (default: $PATCHBAY_PROFILE)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     parser.add_argument(
         "--log-level",
@@ -131,7 +136,7 @@ def _tools_main(argv: list[str]) -> int:
     query = " ".join(args.query).strip() or None
     not_a_config(args.query[:1], "tools")
     setup_logs(args.log_level)
-    config = load(args.config)
+    config = load(args.config, profile=args.profile)
     server = server_named(args.server, config) if args.server is not None else None
     import anyio
 
@@ -158,9 +163,11 @@ def setup_logs(level: str | None, environ: Mapping[str, str] = os.environ) -> No
 # --- the config --------------------------------------------------------------------------------
 
 
-def load(given: str | None, environ: Mapping[str, str] = os.environ) -> Config:
-    """The config named by ``--config``, else ``$PATCHBAY_CONFIG``, else the default config;
-    ``UsageError`` saying every way to give one when there is none, or what is wrong with it."""
+def load(given: str | None, environ: Mapping[str, str] = os.environ, profile: str | None = None) -> Config:
+    """The config named by ``--config``, else ``$PATCHBAY_CONFIG``, else the default config,
+    narrowed to ``--profile`` (else ``$PATCHBAY_PROFILE``) when one is asked for; ``UsageError``
+    saying every way to give one when there is none, or what is wrong with it."""
+    from mcp_patchbay.cli.options import profile_option
     from mcp_patchbay.config import ConfigError, load_config
 
     if given:
@@ -179,7 +186,7 @@ def load(given: str | None, environ: Mapping[str, str] = os.environ) -> Config:
             )
         path, source = default, "the default config"
     try:
-        return load_config(Path(path).expanduser())
+        return load_config(Path(path).expanduser(), profile=profile_option(profile, environ))
     except ConfigError as exc:
         raise UsageError(f"the config ({source}) cannot be used: {exc}") from None
 
