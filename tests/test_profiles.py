@@ -329,3 +329,15 @@ def test_tools_and_call_load_the_config_narrowed_to_the_profile(tmp_path: Path) 
         tools.load(str(path), {}, profile="writng")
     assert tools._tools_parser().parse_intermixed_args(["--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]
     assert calling._parser().parse_intermixed_args(["x", "--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]
+
+
+def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text(encoding="utf-8")
+    example = page.split("## Profiles", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    config = parse_config(example, CFG, {})
+    coding = {e.name: e.spec for e in apply_profile(config, "coding").servers}
+    assert list(coding) == ["github", "git"]
+    github = coding["github"]
+    assert github is not None and not github.tools.permits("delete_repo")
+    assert not github.tools.permits("merge_pull_request") and github.tools.permits("create_issue")
+    assert [e.name for e in apply_profile(config, "writing").servers] == ["docs", "notion"]
