@@ -7,8 +7,9 @@ longest exposed name the proxy may use follows from that name (``name_budget``),
 ``check --as NAME`` names every exposed name some client cannot take (``over_limits``).
 Gemini CLI shows the model an error result's text and then its structured content again, so
 the proxy's message reached its model twice; to the clients in ``TEXT_ONLY_ERRORS`` an error
-is its text alone (``errors_as_text``). Claude Code and Codex show the structured content in
-place of the text, so to them, and to every other client, an error keeps both. Pure.
+is its text alone (``errors_as_text``). Codex shows the structured content in place of the
+text (Claude Code does so for successful results only, and shows an error's text), so to them,
+and to every other client, an error keeps both, each with the whole message. Pure.
 """
 
 from __future__ import annotations
