@@ -341,3 +341,16 @@ def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> 
     assert github is not None and not github.tools.permits("delete_repo")
     assert not github.tools.permits("merge_pull_request") and github.tools.permits("create_issue")
     assert [e.name for e in apply_profile(config, "writing").servers] == ["docs", "notion"]
+
+
+@pytest.mark.anyio
+async def test_a_run_on_a_profile_is_no_start_to_learn_the_catalog_s_size_from() -> None:
+    from mcp_patchbay.cli import tools
+    from tests.harness import MemoryUpstreams
+
+    upstreams = MemoryUpstreams(_servers("code", "docs"))
+    config = _file({"coding": {"servers": ["code"]}}, ("code", "docs"))
+    async with tools.running(apply_profile(config, "coding"), connector=upstreams) as proxy:
+        assert not proxy.remembers_start and set(proxy.supervisor.upstreams) == {"code"}
+    async with tools.running(config, connector=upstreams) as proxy:
+        assert proxy.remembers_start

@@ -226,8 +226,9 @@ async def running(
     # No client to wait for before connecting: a terminal is no MCP client, and what an upstream
     # asks of one (sampling, elicitation, roots) is answered "not connected" at once.
     proxy.supervisor.wait_for_client = None
-    # A run on part of the config is no start to learn the catalog's size from (start_memory).
-    proxy.remembers_start = only is None
+    # A run on part of the config (some servers, a profile) is no start to learn the catalog's
+    # size from (start_memory).
+    proxy.remembers_start = only is None and config.profile is None
     async with anyio.create_task_group() as tg:
         await tg.start(proxy.run)
         try:
