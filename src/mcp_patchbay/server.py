@@ -165,7 +165,8 @@ class Proxy:
         self.lane = CallLane(self.run_tool)
         self.tools.lane_client = lambda: self.lane.client_name
         self.tools.on_listing_changed = lambda: self.changes.on_catalog_change({"tools"})
-        self.remembers_start = not shared
+        self.remembers_start = not shared and config.profile is None
+        """A profile's catalog is not the file's: start_memory keeps only whole files' sizes."""
         """Whether this run keeps its catalog's size for the next start's early listing
         (``start_memory``): not the gateway's (it answers no listing early), nor a run on part
         of the config (``mcp-patchbay call`` starting only the server a name names)."""

@@ -47,7 +47,8 @@ async def serve_stdio(
     from mcp_patchbay.watch import reload_on_sighup, watch_config
 
     proxy = Proxy(config, prespawned=prespawned, config_problem=config_problem)
-    logger.info("mcp-patchbay %s serving %d servers from %s", __version__, len(config.servers), config.path)
+    profile = f" (profile '{config.profile}')" if config.profile else ""
+    logger.info("mcp-patchbay %s serving %d servers from %s%s", __version__, len(config.servers), config.path, profile)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
