@@ -48,8 +48,8 @@ Modules, by what they own:
   search mode's ``find_tools`` and ``call_tool``; ``own_tools`` owns those two's definitions as
   JSON values), ``status`` (the one owner of the status: counts, what a caller may see of it,
   its resource and tool).
-- Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings, loading, ``${VAR}``,
-  problem wording, self-reference), ``naming`` (exposed names and resolution),
+- Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings,
+  profiles, loading, ``${VAR}``, problem wording, self-reference), ``naming`` (exposed names and resolution),
   ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``name_errors`` (what
   the model is told of a name it got wrong), ``client_limits`` (what clients make of an
   exposed name, and its limit), ``availability`` (an upstream's state and what it says while
