@@ -138,15 +138,7 @@ def parse_options(argv: list[str] | None, environ: Mapping[str, str] = os.enviro
     if path is not None and args.config is not None and not _same_file(path, args.config):
         raise UsageError(f"two different config files: {path} (positional) and {args.config} (--config)")
     path = path or args.config or environ.get("PATCHBAY_CONFIG") or default_config_if_any()
-    level: str | None = args.log_level
-    source = "--log-level"
-    if level is None and environ.get("PATCHBAY_LOG_LEVEL"):
-        level, source = environ["PATCHBAY_LOG_LEVEL"], "PATCHBAY_LOG_LEVEL"
-    if level is not None:
-        level = level.strip().upper()
-        level = "WARNING" if level == "WARN" else level
-        if level not in LEVELS:
-            raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    level = log_level(args.log_level, environ)
     if args.registered_as is not None and command != "check":
         raise UsageError('--as is for check; when serving, set "registered_as" in the config\'s "patchbay" object')
     log_format: str = args.log_format or environ.get("PATCHBAY_LOG_FORMAT", "").strip().lower() or "text"
@@ -205,6 +197,21 @@ def _same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
     except OSError:
         return a == b
+
+
+def log_level(given: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The log level asked for, ``--log-level`` else ``$PATCHBAY_LOG_LEVEL``, as a level name
+    (``warn`` is WARNING); None when neither asks; ``UsageError`` naming where a bad one came from."""
+    level, source = given, "--log-level"
+    if level is None and environ.get("PATCHBAY_LOG_LEVEL"):
+        level, source = environ["PATCHBAY_LOG_LEVEL"], "PATCHBAY_LOG_LEVEL"
+    if level is None:
+        return None
+    level = level.strip().upper()
+    level = "WARNING" if level == "WARN" else level
+    if level not in LEVELS:
+        raise UsageError(f"{source}: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    return level
 
 
 def default_config_if_any() -> str | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from mcp_patchbay.cli.logs import StatusLine
-from mcp_patchbay.cli.options import EXIT_CONFIG, LEVELS, UsageError, default_config_if_any
+from mcp_patchbay.cli.options import EXIT_CONFIG, UsageError, default_config_if_any, log_level
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
@@ -151,13 +151,9 @@ def not_a_config(words: Sequence[str], command: str) -> None:
 
 
 def setup_logs(level: str | None, environ: Mapping[str, str] = os.environ) -> None:
-    level = (level or environ.get("PATCHBAY_LOG_LEVEL") or QUIET_LEVEL).strip().upper()
-    level = "WARNING" if level == "WARN" else level
-    if level not in LEVELS:
-        raise UsageError(f"--log-level: unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     from mcp_patchbay.cli.logs import setup_logging
 
-    setup_logging(level, None)
+    setup_logging(log_level(level, environ) or QUIET_LEVEL, None)
 
 
 # --- the config --------------------------------------------------------------------------------
