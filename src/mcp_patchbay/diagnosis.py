@@ -16,7 +16,7 @@ import os
 import re
 import shlex
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,7 +131,7 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def _stdio(
-    spec: StdioSpec, error: PatchbayError, connect_timeout: float, environ: Mapping[str, str], fix: Any
+    spec: StdioSpec, error: PatchbayError, connect_timeout: float, environ: Mapping[str, str], fix: Callable[..., str]
 ) -> tuple[str, str]:
     detail = error.detail or ""
     command = spec.command
@@ -164,7 +164,9 @@ def _stdio(
     return _plain(error.message), "run: mcp-patchbay check"
 
 
-def _remote(name: str, spec: RemoteSpec, error: PatchbayError, connect_timeout: float, fix: Any) -> tuple[str, str]:
+def _remote(
+    name: str, spec: RemoteSpec, error: PatchbayError, connect_timeout: float, fix: Callable[..., str]
+) -> tuple[str, str]:
     url = redact(spec.url)
     parts = urllib.parse.urlsplit(spec.url)
     address = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
