@@ -180,6 +180,14 @@ class SpecBase(BaseModel, frozen=True):
     origin: str | None = None
     """Where the entry came from, for people (``import`` writes the client and its file); ``check`` shows it."""
 
+    start: Literal["eager", "lazy"] | None = None
+    """``"eager"``: started with the proxy; ``"lazy"``: when a call or a search first needs it
+    (overrides ``patchbay.start``)."""
+
+    idle_stop: Seconds | None = None
+    """Stopped after this many seconds with no call in flight and no subscription, started again
+    when needed (overrides ``patchbay.idle_stop``)."""
+
     # Hashable by value although some fields are dicts (the models are frozen).
     def __hash__(self) -> int:
         return hash((type(self), *(_freeze(v) for v in self.__dict__.values())))

@@ -134,6 +134,29 @@ class Settings(BaseModel, frozen=True):
     browser (the answer asks the model to have the user finish it); ``false``: the answer names
     the ``mcp-patchbay login`` command instead."""
 
+    start: Literal["eager", "lazy"] = "eager"
+    """When servers start unless their entry says (``start``): ``"eager"`` with the proxy;
+    ``"lazy"`` when a call or a search first needs them, listed meanwhile from the cache of their
+    last listing in the data folder."""
+
+    idle_stop: Seconds | None = None
+    """Stop a server after this many seconds with no call in flight and no subscription (started
+    again when needed); ``None``: never. An entry's ``idle_stop`` overrides it."""
+
+    pin: Literal["hold", "warn", "off"] = "hold"
+    """Tool and prompt definitions are pinned when first seen; a changed one is ``"hold"``: held
+    back (not listed, not callable) until ``mcp-patchbay trust`` approves it; ``"warn"``: served
+    and logged; ``"off"``: not pinned."""
+
+    new_tools: Literal["hold", "allow"] = "allow"
+    """A tool that appears on a server whose tools are already pinned: ``"allow"`` serves it (and
+    pins it) after the scan; ``"hold"`` holds it until trusted, as a changed one."""
+
+    scan: Literal["hold", "warn", "off"] = "hold"
+    """What the model will read is scanned for instructions aimed at it, shadowing and hidden
+    characters, on first sight and on every change: ``"hold"`` a flagged tool until trusted,
+    ``"warn"`` serve and log, ``"off"`` no scan."""
+
     @field_validator("registered_as")
     @classmethod
     def _check_registered_as(cls, value: str | None) -> str | None:
