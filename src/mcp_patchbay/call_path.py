@@ -311,7 +311,7 @@ class ToolPath:
         return ToolCall(
             server=upstream.name,
             tool=target.upstream_name,
-            arguments=arguments,
+            arguments=arguments if target.to_upstream is None else target.to_upstream(arguments),
             deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
             retry_safe=target.retry_safe,
             meta=meta,

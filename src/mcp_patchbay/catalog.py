@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import mcp_types as types
 
@@ -66,6 +66,9 @@ class CatalogTool:
     retry_safe: bool
     always_listed: bool = False
     """Listed in search mode too (``tools.always_list``)."""
+    to_upstream: Callable[[dict[str, Any] | None], dict[str, Any] | None] | None = None
+    """The arguments the upstream expects from those the model sent, when they differ (an override's
+    fixed values, defaults and renamed arguments); None: sent as they are."""
 
 
 @dataclass(frozen=True, slots=True)
