@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from mcp_patchbay.arguments import ArgumentChecker
-from mcp_patchbay.config import ToolFilter
+from mcp_patchbay.config import RemoteSpec, StdioSpec, ToolFilter
 from mcp_patchbay.naming import NameEntry, Resolver, build_names
 
 logger = logging.getLogger("mcp_patchbay.catalog")
@@ -54,6 +54,8 @@ class Source:
     tool_filter: ToolFilter | None = None
     unavailable: str | None = None
     """Why the server cannot serve (disabled, config error, failed); None when it can or may soon."""
+    spec: StdioSpec | RemoteSpec | None = None
+    """The server's entry as configured (its overrides); None when it has none (tests, a broken entry)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,6 +175,7 @@ class Supervisor:
                     templates=listing.templates,
                     tool_filter=tool_filter,
                     unavailable=unavailable,
+                    spec=spec,
                 )
             )
         settings = self.config.settings
