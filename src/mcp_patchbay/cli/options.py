@@ -22,6 +22,8 @@ OWN_PARSER_COMMANDS: dict[str, str] = {
     "uninstall": "mcp_patchbay.cli.install",
     "tools": "mcp_patchbay.cli.tools",
     "call": "mcp_patchbay.cli.tools",
+    "trust": "mcp_patchbay.cli.trust",
+    "secret": "mcp_patchbay.cli.secret",
 }
 """Commands that read their own arguments (the first word of the command line names them),
 to the module whose ``run(command, argv)`` runs them."""
@@ -65,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         usage=(
             "mcp-patchbay [serve|check] [CONFIG] [options]\n"
             "       mcp-patchbay login|logout SERVER [CONFIG] [options]\n"
-            "       mcp-patchbay import|install|uninstall|tools|call ... (each with its own --help)"
+            "       mcp-patchbay import|install|uninstall|tools|call|trust|secret ... (each with its own --help)"
         ),
         description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over "
         "stdio (or, with serve --http, over streamable HTTP to many clients). import gathers the servers of "
