@@ -21,10 +21,14 @@ Modules, each with its rules in its docstring:
 - ``documents``: ``IndexedTool`` (a tool as search sees it), its fields' terms, a query's
   weighted terms, ``Hit``, ``note_match`` (how well an unavailable server's known text
   matches a query).
-- ``index``: ``ToolIndex`` (BM25F fused with meaning, plus name similarity): every ranking
-  rule and weight.
+- ``index``: ``ToolIndex`` (BM25F fused with meaning, plus name similarity): how the scores
+  below combine, and every lexical rule and weight.
+- ``name_match``: ``NameMatch``, how closely a short query spells a tool's name (exact and
+  rapidfuzz-near exposed and upstream names).
+- ``nearest``: ``Nearest``, the tools' vectors and the meaning score of the tools nearest a
+  query (what is embedded, which queries say a need).
 - ``meaning``: ``Meaning``, the static embedding model (WordLlama's, from its wheel) that
-  gives texts vectors for ``index``.
+  gives texts vectors for ``nearest``.
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
 - ``describe``: ``find_tools_description``.
 

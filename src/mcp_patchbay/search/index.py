@@ -55,33 +55,24 @@ Lexical score
 
 Meaning
     When the meaning model loads (``meaning.Meaning``; ``build(meaning=False)`` leaves it
-    out), every tool is embedded at build time from ``documents.meaning_text`` (its server's
-    and name's words, title and the first ``documents.MEANING_CHARS`` characters of its
-    description) and each query is embedded per search when it says a need: it has a word of
-    at most ``MEANING_WORD`` letters, not a stop word, that the catalog uses or the model knows
-    whole ("zzqx" is neither). The ``MEANING_DEPTH`` tools nearest the query (cosine) get a
-    meaning score from 0 (the last of them; in a catalog no bigger than that, cosine 0) to 1
-    (the nearest), and ``MEANING_WEIGHT`` times it is added to their score above (0 lexical for
-    a tool no query word finds: a need said in words no part of the tool uses can still rank). A
-    weighted sum, not rank fusion: the lexical score keeps its margins, meaning breaks its
-    near ties and brings tools it cannot see. Tuned on the tune half by mean reciprocal rank
-    at 20 (flatter than top-1/top-5 counts): weight 0.2 and depth 20 were best (0.799 vs
-    0.790 without meaning); 0.1-0.5, depth 40, description heads of 150-700 characters and a
-    weight that grows with the query terms the lexical best lacks did no better. Reciprocal
-    rank fusion (k 60) cost 4-8 points of top-1. Figures on every set: docs/TOOLS.md.
+    out), the ``nearest.MEANING_DEPTH`` tools nearest the query in meaning get a score from 0
+    to 1 (``nearest``: what is embedded, which queries say a need), and ``MEANING_WEIGHT``
+    times it is added to their score above (0 lexical for a tool no query word finds: a need
+    said in words no part of the tool uses can still rank). A weighted sum, not rank fusion:
+    the lexical score keeps its margins, meaning breaks its near ties and brings tools it
+    cannot see. Tuned on the tune half by mean reciprocal rank at 20 (flatter than
+    top-1/top-5 counts): weight 0.2 and depth 20 were best (0.799 vs 0.790 without meaning);
+    0.1-0.5, depth 40, description heads of 150-700 characters and a weight that grows with
+    the query terms the lexical best lacks did no better. Reciprocal rank fusion (k 60) cost
+    4-8 points of top-1. Figures on every set: docs/TOOLS.md.
 
 Name similarity
-    A query of at most ``NAME_MAX_WORDS`` words is also compared as a name. Keys are
-    ``naming.normalize``-d (lowercase, ``_ - . / :`` and spaces removed), so case, wrong
-    separators and spaces do not matter. It is compared with each tool's exposed name
-    (also with every tail of the query after a separator, so client prefixes such as
-    ``mcp__patchbay__`` do not matter) at full score, and with upstream tool names at
-    ``UPSTREAM_DISCOUNT`` of the score (a right tool name with a missing or wrong server
-    ranks below the tool whose exposed name it is). rapidfuzz ``ratio`` scores 0-100;
-    at or above ``NAME_CUTOFF`` a tool gets a bonus of ``1 + NAME_COVER + MEANING_WEIGHT +
-    (score - NAME_CUTOFF) / (100 - NAME_CUTOFF)``, more than name cover and meaning can add.
-    So an exact name ranks first, a close typo ranks above every lexical or meaning match,
-    and the lexical and meaning scores break ties.
+    A short query is also compared as a name (``name_match``: exposed and upstream names,
+    normalised, exact or within rapidfuzz's ``NAME_CUTOFF``). A tool at or above the cutoff
+    gets a bonus of ``1 + NAME_COVER + MEANING_WEIGHT + (score - NAME_CUTOFF) / (100 -
+    NAME_CUTOFF)``, more than name cover and meaning can add. So an exact name ranks first,
+    a close typo ranks above every lexical or meaning match, and the lexical and meaning
+    scores break ties.
 
 Result
     The ``limit`` (clamped to 1..``MAX_LIMIT``) best tools, best first; equal scores keep
@@ -96,17 +87,15 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING
-
-from rapidfuzz import fuzz, process
 
 from mcp_patchbay.naming import normalize
-from mcp_patchbay.search.documents import Hit, IndexedTool, fields, meaning_text
+from mcp_patchbay.search.documents import Hit, IndexedTool, fields
 from mcp_patchbay.search.meaning import Meaning
+from mcp_patchbay.search.name_match import NAME_CUTOFF, NameMatch
+from mcp_patchbay.search.nearest import Nearest
 from mcp_patchbay.search.text import (
     STOP_WORDS,
     SYNONYM_WEIGHT,
@@ -119,10 +108,6 @@ from mcp_patchbay.search.text import (
     terms,
 )
 
-if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "ToolIndex", "clamp_limit"]
 
 DEFAULT_LIMIT = 5
@@ -130,17 +115,14 @@ MAX_LIMIT = 20
 MAX_QUERY_CHARS = 1_000
 """Only this much of a query is searched: a need fits in far less, and a hostile 100 KB query
 must cost what a normal one does."""
-NAME_CUTOFF = 80.0
-NAME_MAX_WORDS = 3
-UPSTREAM_DISCOUNT = 0.95
 NAME_COVER = 0.3
 """Added (in units of the best lexical score) times the share of a tool's name words the query has."""
 VERB_AGREE = 0.1
 VERB_CONFLICT = 0.2
-NUMBER_AGREE = 0.05
-"""Added to / taken from a tool whose name has the query's nouns in the same / the other number."""
 """Added to / taken from a tool whose name's first verb is of a class the query has / has not,
 when the query has any (``text.VERB_CLASS``): "show the messages" is not ``post_message``."""
+NUMBER_AGREE = 0.05
+"""Added to / taken from a tool whose name has the query's nouns in the same / the other number."""
 COVER_DEPTH = 25
 """The lexical best that get the name-cover bonus (more than MAX_LIMIT: the bonus only adds)."""
 RESCORE = 100
@@ -155,13 +137,6 @@ PREFIX_MAX = 5
 K1 = 1.2
 MEANING_WEIGHT = 0.2
 """The most the meaning score adds (in units of the best lexical score): the best cosine of a query gets it all."""
-MEANING_DEPTH = 20
-MEANING_WORD = 40
-"""A query is searched by meaning only when it has a word (not a stop word) of at most this many
-letters that the catalog uses or the model knows whole: "the a of", "!!!", "zzqx" or a run of
-1,000 letters say no need."""
-"""The tools nearest in meaning that can rank without any lexical match; the cosine of the last
-of them is the meaning score's zero."""
 FIELDS: dict[str, tuple[float, float]] = {
     # field: (weight, b)
     "name": (3.0, 0.3),
@@ -172,9 +147,6 @@ FIELDS: dict[str, tuple[float, float]] = {
     "server": (1.5, 0.0),
     "instructions": (0.3, 0.75),
 }
-
-_NAME_SPLIT = re.compile(r"__|[./:\s]+")
-_MAX_NAME_QUERY = 200
 
 
 def clamp_limit(limit: int | None) -> int:
@@ -199,7 +171,7 @@ class ToolIndex:
     def __init__(self, tools: Sequence[IndexedTool], meaning: Meaning | None = None) -> None:
         self.tools: tuple[IndexedTool, ...] = tuple(tools)
         self._meaning = meaning
-        self._vectors: NDArray[np.float32] | None = None
+        self._nearest: Nearest | None = None
         self._postings: dict[str, dict[int, float]] = {}
         self._server_docs: dict[str, list[int]] = {}
         self._server_keys: dict[str, str] = {}
@@ -210,10 +182,7 @@ class ToolIndex:
         self._numbers: list[dict[str, bool]] = []  # name's folded word -> it is plural there
         self._vocabulary: list[str] = []
         self._heads: dict[str, dict[int, float]] = {}  # word of a long posting -> its ADMIT_CAP best
-        self._exposed_keys: list[str] = []
-        self._exact: dict[str, list[int]] = {}
-        self._upstream_keys: list[str] = []
-        self._upstream_docs: list[list[int]] = []
+        self._names = NameMatch(self.tools, per_upstream=MAX_LIMIT)
         self._build()
 
     @classmethod
@@ -225,7 +194,7 @@ class ToolIndex:
     @property
     def uses_meaning(self) -> bool:
         """Whether searches fuse the meaning score in (the model loaded)."""
-        return self._vectors is not None
+        return self._nearest is not None
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -273,14 +242,8 @@ class ToolIndex:
 
         self._vocabulary = sorted(self._postings)
         server_docs: dict[str, list[int]] = {}
-        upstream: dict[str, list[int]] = {}
         for number, tool in enumerate(self.tools):
             server_docs.setdefault(tool.server, []).append(number)
-            exposed_key = normalize(tool.name)
-            self._exposed_keys.append(exposed_key)
-            for key in dict.fromkeys((exposed_key, normalize(tool.server) + normalize(tool.tool))):
-                self._exact.setdefault(key, []).append(number)
-            upstream.setdefault(normalize(tool.tool), []).append(number)
         self._server_docs = dict(server_docs)
         for server, numbers in server_docs.items():
             words = split_words(server)
@@ -289,10 +252,8 @@ class ToolIndex:
         self._server_vocabulary = sorted(self._server_word_docs)
         for server in server_docs:
             self._server_keys.setdefault(normalize(server), server)
-        self._upstream_keys = list(upstream)
-        self._upstream_docs = list(upstream.values())
         if self._meaning is not None and self.tools:
-            self._vectors = self._meaning.encode([meaning_text(tool) for tool in self.tools])
+            self._nearest = Nearest(self._meaning, self.tools, self._postings)
 
     # -- search -------------------------------------------------------------------------
 
@@ -398,82 +359,6 @@ class ToolIndex:
                     start += 1
         return docs
 
-    def _names(self, query: str, allowed: set[int] | None) -> dict[int, float]:
-        """Doc -> name similarity (0-100) for docs at or above NAME_CUTOFF."""
-        query = query.strip()
-        if not query or len(query) > _MAX_NAME_QUERY or len(query.split()) > NAME_MAX_WORDS:
-            return {}
-        keys = [normalize(query)]
-        for match in _NAME_SPLIT.finditer(query):
-            tail = normalize(query[match.end() :])
-            if tail:
-                keys.append(tail)
-        keys = [k for k in dict.fromkeys(keys) if k]
-        found: dict[int, float] = {}
-
-        def offer(doc: int, score: float) -> None:
-            if (allowed is None or doc in allowed) and score > found.get(doc, 0.0):
-                found[doc] = score
-
-        for key in keys:
-            for doc in self._exact.get(key, ()):
-                offer(doc, 100.0)
-        if found and max(found.values()) >= 100.0:
-            return found  # a tool named exactly: near names add nothing worth 10,000 comparisons
-        for position, key in enumerate(keys):
-            if position == 0:  # typos in the server part: the whole query against exposed names
-                for _, score, doc in process.extract(
-                    key, self._exposed_keys, scorer=fuzz.ratio, processor=None, score_cutoff=NAME_CUTOFF, limit=10
-                ):
-                    offer(doc, score)
-            for _, score, i in process.extract(
-                key,
-                self._upstream_keys,
-                scorer=fuzz.ratio,
-                processor=None,
-                score_cutoff=NAME_CUTOFF / UPSTREAM_DISCOUNT,
-                limit=10,
-            ):
-                for doc in self._upstream_docs[i][:MAX_LIMIT]:
-                    offer(doc, score * UPSTREAM_DISCOUNT)
-        return {d: s for d, s in found.items() if s >= NAME_CUTOFF}
-
-    def _says_a_need(self, query: str) -> bool:
-        """Whether the query has a word (not a stop word) that the catalog uses or the meaning
-        model knows whole: "zzqx", "!!!" or "the a of" are searched by words and names only."""
-        meaning = self._meaning
-        for word in split_words(query):
-            if word in STOP_WORDS or not word.isalpha() or len(word) > MEANING_WORD:
-                continue
-            if fold(word) in self._postings or (meaning is not None and meaning.knows(word)):
-                return True
-        return False
-
-    def _nearest(self, query: str, allowed: set[int] | None) -> dict[int, float]:
-        """Doc -> meaning score (0 to 1) of the MEANING_DEPTH tools nearest the query in meaning:
-        its cosine, from the last one's (0) to the best one's (1)."""
-        vectors, meaning = self._vectors, self._meaning
-        if vectors is None or meaning is None:
-            return {}
-        import numpy as np
-
-        cosines = vectors @ meaning.encode([query])[0]
-        if allowed is not None:
-            docs = np.fromiter(allowed, dtype=np.intp, count=len(allowed))
-        else:
-            docs = np.arange(len(cosines))
-        depth = min(MEANING_DEPTH, len(docs))
-        if depth == 0:
-            return {}
-        nearest = docs[np.argpartition(-cosines[docs], depth - 1)[:depth]]
-        values = cosines[nearest]
-        # A catalog no bigger than the depth has no "far" tools to measure from: cosine 0 is the zero.
-        best, floor = float(values.max()), float(values.min()) if len(docs) > depth else 0.0
-        if best <= 0.0 or best <= floor:
-            return {}
-        span = best - floor
-        return {int(doc): max(0.0, float(value) - floor) / span for doc, value in zip(nearest, values, strict=True)}
-
     def search(self, query: str, *, limit: int | None = DEFAULT_LIMIT, server: str | None = None) -> list[Hit]:
         """The best tools for ``query``, best first (see the module docstring)."""
         limit = clamp_limit(limit)
@@ -488,7 +373,7 @@ class ToolIndex:
         for doc in mentioned if len(mentioned) < len(lexical) else list(lexical):
             if doc in lexical and doc in mentioned:
                 lexical[doc] *= SERVER_MENTION
-        names = self._names(raw, allowed)
+        names = self._names.scores(raw, allowed)
         # Only the COVER_DEPTH lexical best (more than MAX_LIMIT) and name matches can rank.
         depth = heapq.nlargest(COVER_DEPTH, lexical, key=lexical.__getitem__)
         top_lexical = lexical[depth[0]] if depth else 1.0
@@ -512,7 +397,7 @@ class ToolIndex:
                 if agree:
                     score += NUMBER_AGREE if all(agree) else -NUMBER_AGREE if not any(agree) else 0.0
             combined[doc] = score
-        for doc, value in (self._nearest(raw, allowed) if self._says_a_need(raw) else {}).items():
+        for doc, value in (self._nearest.scores(raw, allowed) if self._nearest is not None else {}).items():
             base = combined.get(doc, lexical.get(doc, 0.0) / top_lexical)
             combined[doc] = base + MEANING_WEIGHT * value
         for doc, similarity in names.items():
