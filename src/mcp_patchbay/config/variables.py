@@ -1,9 +1,13 @@
-"""``${VAR}`` expansion: environment variables in the values of server entries.
+"""``${VAR}`` and ``${secret:NAME}`` expansion: the environment and the keyring in the config's values.
 
 ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded in ``command``,
-``args``, ``env`` values, ``cwd``, ``url`` and header values (:func:`expand_entry`). An
-unset variable, and VS Code's own ``${input:...}`` and ``${workspaceFolder}`` forms, are
-problems; a message never contains a variable's value.
+``args``, ``env`` values, ``cwd``, ``url``, header values and ``oauth.client_secret``
+(:func:`expand_entry`), and in every string of the ``"gateway"`` object (:func:`expand_strings`).
+``${secret:NAME}`` is expanded in the same places, from the OS keyring (``secretstore``, which
+loads ``keyring`` only then). An unset variable, a secret the keyring does not hold, a system
+with no keyring, and VS Code's own ``${input:...}`` and ``${workspaceFolder}`` forms, are
+problems; a message never contains a variable's or a secret's value. One pass: a value put in
+is never expanded again.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from mcp_patchbay.config.problems import ConfigProblem, key_path, quote
 
 __all__ = ["expand", "expand_entry", "expand_strings"]
 
-_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VARIABLE = re.compile(
+    r"\$\{(?:secret:(?P<secret>[^}]*)|(?:env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?)\}"
+)
 _VSCODE_INPUT = re.compile(r"\$\{(?:input|command|config):[^}]*\}")
 _VSCODE_VARIABLES: Final = frozenset(
     {"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "userHome", "pathSeparator", "cwd", "file"}
@@ -24,7 +30,8 @@ _VSCODE_VARIABLES: Final = frozenset(
 
 
 def expand(text: str, environ: Mapping[str, str], key: str, problems: list[ConfigProblem]) -> str:
-    """Expand ``${VAR}``, ``${VAR:-default}`` (default when unset or empty) and ``${env:VAR}``."""
+    """Expand ``${VAR}``, ``${VAR:-default}`` (default when unset or empty), ``${env:VAR}`` and
+    ``${secret:NAME}``."""
     if "${" not in text:
         return text
     for match in _VSCODE_INPUT.finditer(text):
@@ -37,7 +44,9 @@ def expand(text: str, environ: Mapping[str, str], key: str, problems: list[Confi
         )
 
     def replace(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
+        if match.group("secret") is not None:
+            return _secret(match.group("secret"), key, problems)
+        name, default = match.group("name"), match.group("default")
         value = environ.get(name)
         if default is not None and not value:
             return default
@@ -54,6 +63,37 @@ def expand(text: str, environ: Mapping[str, str], key: str, problems: list[Confi
         return value
 
     return _VARIABLE.sub(replace, text)
+
+
+def _secret(name: str, key: str, problems: list[ConfigProblem]) -> str:
+    """The keyring's secret ``name``; a problem (saying what to do) when there is none."""
+    from mcp_patchbay.config import secretstore
+
+    wrong = secretstore.name_problem(name)
+    if wrong is not None:
+        problems.append(ConfigProblem(key, f"${{secret:{name}}}: {wrong}" if name.isprintable() else wrong))
+        return ""
+    try:
+        value = secretstore.read(name)
+    except secretstore.KeyringUnavailable as exc:
+        problems.append(
+            ConfigProblem(
+                key,
+                f"secret {quote(name)} cannot be read: {exc}. Where no keyring exists (a headless Linux, a "
+                f"container), put the value in an environment variable and write ${{VAR}} here instead",
+            )
+        )
+        return ""
+    if value is None:
+        problems.append(
+            ConfigProblem(
+                key,
+                f"secret {quote(name)} is not in the keyring: store it with 'mcp-patchbay secret set {name}' "
+                "(or use ${VAR} with an environment variable)",
+            )
+        )
+        return ""
+    return value
 
 
 def expand_entry(
@@ -76,6 +116,10 @@ def expand_entry(
                 k: expand(v, environ, key_path(*prefix, key, k), problems) if isinstance(v, str) else v
                 for k, v in cast("dict[str, object]", mapping).items()
             }
+    oauth = data.get("oauth")
+    if isinstance(oauth, dict) and isinstance(secret := cast("dict[str, object]", oauth).get("client_secret"), str):
+        path = key_path(*prefix, "oauth", "client_secret")
+        data["oauth"] = {**cast("dict[str, object]", oauth), "client_secret": expand(secret, environ, path, problems)}
 
 
 def expand_strings(
