@@ -1,0 +1,224 @@
+"""``${secret:NAME}``: config values from the OS keyring, the ``secret`` command, and ``import``
+moving values that look like secrets into the keyring.
+
+Each test sets the keyring's backend itself (``keyring.set_keyring``): an in-memory one, or
+one that cannot hold secrets as a headless Linux has (keyring's ``fail`` backend).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from keyring.backends import fail
+from keyring.errors import PasswordDeleteError
+
+from mcp_patchbay.cli import logs
+from mcp_patchbay.cli import secret as secret_cli
+from mcp_patchbay.config import ConfigError, RemoteSpec, StdioSpec, parse_config
+from mcp_patchbay.config.secretstore import SERVICE
+from mcp_patchbay.redaction import redact
+
+PATH = Path("/virtual/patchbay.json").resolve()
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring in a dict, for tests."""
+
+    priority = 5  # pyright: ignore[reportAssignmentType]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.values.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.values[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if (service, username) not in self.values:
+            raise PasswordDeleteError(username)
+        del self.values[(service, username)]
+
+
+@pytest.fixture
+def memory() -> Iterator[MemoryKeyring]:
+    before = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(before)
+
+
+@pytest.fixture
+def no_keyring() -> Iterator[None]:
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield
+    keyring.set_keyring(before)
+
+
+def config(servers: dict[str, Any], **top: Any) -> Any:
+    return parse_config(json.dumps({"mcpServers": servers, **top}), PATH, environ={"HOME": "/home/u"})
+
+
+# --- ${secret:NAME} in a config -----------------------------------------------------------
+
+
+def test_a_secret_is_resolved_from_the_keyring_wherever_a_variable_works(memory: MemoryKeyring) -> None:
+    memory.values[(SERVICE, "gh")] = "ghp_0123456789abcdefghij"
+    memory.values[(SERVICE, "docs.token")] = "docs-secret-value"
+    memory.values[(SERVICE, "client")] = "client-secret-value"
+    loaded = config(
+        {
+            "github": {"command": "npx", "args": ["--token=${secret:gh}"], "env": {"GITHUB_TOKEN": "${secret:gh}"}},
+            "docs": {
+                "url": "https://docs.example/mcp",
+                "headers": {"Authorization": "Bearer ${secret:docs.token}"},
+                "oauth": {"client_id": "c", "client_secret": "${secret:client}"},
+            },
+        }
+    )
+    github, docs = loaded.servers
+    assert isinstance(github.spec, StdioSpec), github.problem
+    assert github.spec.env == {"GITHUB_TOKEN": "ghp_0123456789abcdefghij"}
+    assert github.spec.args == ("--token=ghp_0123456789abcdefghij",)
+    assert isinstance(docs.spec, RemoteSpec), docs.problem
+    assert docs.spec.headers == {"Authorization": "Bearer docs-secret-value"}
+    assert docs.spec.oauth and docs.spec.oauth.client_secret == "client-secret-value"
+
+
+def test_a_secrets_value_is_not_expanded_again_and_env_variables_still_are(memory: MemoryKeyring) -> None:
+    memory.values[(SERVICE, "odd")] = "a${HOME}b"
+    entry = config({"s": {"command": "x", "env": {"A": "${secret:odd}", "B": "${HOME}/x"}}}).servers[0]
+    assert isinstance(entry.spec, StdioSpec)
+    assert entry.spec.env == {"A": "a${HOME}b", "B": "/home/u/x"}
+
+
+def test_a_missing_secret_disables_the_entry_and_says_how_to_set_it(memory: MemoryKeyring) -> None:
+    entry = config({"github": {"command": "x", "env": {"GITHUB_TOKEN": "${secret:gh}"}}}).servers[0]
+    assert entry.spec is None and entry.problem is not None
+    assert entry.problem.startswith("mcpServers.github.env.GITHUB_TOKEN: secret 'gh' is not in the keyring")
+    assert "mcp-patchbay secret set gh" in entry.problem and "${VAR}" in entry.problem
+
+
+def test_no_keyring_backend_is_a_mistake_naming_the_alternative_never_plain_text(no_keyring: None) -> None:
+    entry = config({"github": {"command": "x", "env": {"GITHUB_TOKEN": "${secret:gh}"}}}).servers[0]
+    assert entry.spec is None and entry.problem is not None
+    assert entry.problem.startswith("mcpServers.github.env.GITHUB_TOKEN: secret 'gh' cannot be read")
+    assert "no keyring backend is available" in entry.problem
+    assert "environment variable" in entry.problem and "${VAR}" in entry.problem
+    # In the gateway object a mistake is the file's: raised with the file and the key path.
+    with pytest.raises(ConfigError) as raised:
+        config({}, gateway={"oauth": {"issuer": "${secret:issuer}"}})
+    assert str(raised.value).startswith(f"{PATH}: gateway.oauth.issuer: secret 'issuer' cannot be read")
+
+
+def test_a_bad_secret_name_is_said(memory: MemoryKeyring) -> None:
+    entry = config({"s": {"command": "x", "env": {"A": "${secret:}", "B": "${secret:a b}"}}}).servers[0]
+    assert entry.problem is not None
+    assert "mcpServers.s.env.A: ${secret:}: expected a secret's name" in entry.problem
+    assert "mcpServers.s.env.B: ${secret:a b}: a secret's name takes letters" in entry.problem
+
+
+def test_a_resolved_secret_never_reaches_a_log_line(memory: MemoryKeyring) -> None:
+    memory.values[(SERVICE, "plain")] = "nothing-says-i-am-secret-42"
+    config({"s": {"command": "x", "args": ["${secret:plain}"]}})
+    assert redact("spawned: x nothing-says-i-am-secret-42 --flag") == "spawned: x *** --flag"
+    record = logging.LogRecord(
+        "mcp_patchbay.x", logging.WARNING, __file__, 1, "arguments: %s", ("nothing-says-i-am-secret-42",), None
+    )
+    for formatter in (logs._RedactingFormatter(), logs._JsonFormatter()):  # what every log line goes through
+        line = formatter.format(record)
+        assert "nothing-says-i-am-secret-42" not in line and "arguments: ***" in line
+
+
+def test_keyring_is_not_imported_on_startup_without_a_secret(tmp_path: Path) -> None:
+    file = tmp_path / "patchbay.json"
+    file.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": {"A": "${HOME}"}}}}))
+    code = (
+        "import sys; from mcp_patchbay.config import load_config; load_config(sys.argv[1]); "
+        "print('keyring' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(file)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "False", done.stderr
+    version = [sys.executable, "-X", "importtime", "-m", "mcp_patchbay", "--version"]
+    done = subprocess.run(version, check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "keyring" not in done.stderr
+
+
+# --- mcp-patchbay secret -------------------------------------------------------------------
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def secret(argv: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = secret_cli.main(argv, stdin or io.StringIO(), out, err)
+    except secret_cli.UsageError as exc:
+        return secret_cli.EXIT_USAGE, out.getvalue(), str(exc)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_secret_set_reads_one_line_of_stdin_and_delete_removes_it(memory: MemoryKeyring) -> None:
+    code, out, _ = secret(["set", "gh"], io.StringIO("ghp_value-from-stdin\nnot this line\n"))
+    assert code == 0 and memory.values[(SERVICE, "gh")] == "ghp_value-from-stdin"
+    assert "${secret:gh}" in out and "ghp_value" not in out
+    code, out, _ = secret(["delete", "gh"])
+    assert code == 0 and (SERVICE, "gh") not in memory.values and "Deleted" in out
+    code, _, err = secret(["delete", "gh"])
+    assert code == 1 and "no secret 'gh'" in err
+
+
+def test_secret_set_on_a_terminal_asks_with_a_hidden_prompt(
+    memory: MemoryKeyring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def getpass(prompt: str, stream: Any = None) -> str:
+        asked.append(prompt)
+        return "typed-secret\n"
+
+    monkeypatch.setattr("getpass.getpass", getpass)
+    code, _, _ = secret(["set", "gh"], Tty(""))
+    assert code == 0 and asked == ["Value of secret 'gh' (not shown): "]
+    assert memory.values[(SERVICE, "gh")] == "typed-secret"
+
+
+def test_secret_set_refuses_an_empty_value_a_bad_name_and_a_value_as_an_argument(memory: MemoryKeyring) -> None:
+    code, _, err = secret(["set", "gh"], io.StringIO("\n"))
+    assert code == 1 and "empty" in err and not memory.values
+    code, _, err = secret(["set", "a b"])
+    assert code == 2 and "a secret's name takes" in err
+    code, _, err = secret(["set", "gh", "ghp_on-the-command-line"])
+    assert code == 2 and "unrecognized arguments" in err and not memory.values
+
+
+def test_secret_set_without_a_keyring_names_the_alternative(no_keyring: None) -> None:
+    code, _, err = secret(["set", "gh"], io.StringIO("value\n"))
+    assert code == 1
+    assert "nothing stored: no keyring backend is available" in err and "${VAR}" in err
+
+
+def test_secret_run_answers_usage_mistakes_with_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert secret_cli.run("secret", []) == 2
+    assert "required: set|delete" in capsys.readouterr().err
+    assert secret_cli.run("secret", ["--help"]) == 0
+    assert "${secret:NAME}" in capsys.readouterr().out
