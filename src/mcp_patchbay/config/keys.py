@@ -42,7 +42,7 @@ would start the server without its variables: put them in ``env`` instead.
 """
 
 COMMON_ENTRY_KEYS: Final[frozenset[str]] = frozenset(
-    {"timeout", "tool_timeouts", "tools", "disabled", "max_concurrency", "origin", "start", "idle_stop"}
+    {"timeout", "tool_timeouts", "tools", "prompts", "disabled", "max_concurrency", "origin", "start", "idle_stop"}
 )
 """patchbay's own keys, which every server entry takes whatever its transport."""
 

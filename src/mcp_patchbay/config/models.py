@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcp_patchbay.config.overrides import PromptOptions, ToolOverride
 from mcp_patchbay.config.problems import quote
 
 if TYPE_CHECKING:
@@ -116,6 +117,11 @@ class ToolFilter(BaseModel, frozen=True):
     """In search mode (``patchbay.expose``), tools matching one of these are listed to the
     client beside ``find_tools`` and ``call_tool``; ``["*"]`` lists the whole server."""
 
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict[str, ToolOverride])
+    """Per upstream tool name, what the model sees instead of the upstream's definition (its
+    name, description, arguments, annotations: ``config.overrides``). Only an entry's filter
+    takes them (a profile's refuses them)."""
+
     _cache: _CompiledFilter = PrivateAttr(default_factory=_CompiledFilter)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -139,10 +145,11 @@ class ToolFilter(BaseModel, frozen=True):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ToolFilter):
             return NotImplemented
-        return (self.allow, self.deny, self.always_list) == (other.allow, other.deny, other.always_list)
+        mine = (self.allow, self.deny, self.always_list, self.overrides)
+        return mine == (other.allow, other.deny, other.always_list, other.overrides)
 
     def __hash__(self) -> int:
-        return hash((ToolFilter, self.allow, self.deny, self.always_list))
+        return hash((ToolFilter, self.allow, self.deny, self.always_list, frozenset(self.overrides.items())))
 
 
 def _freeze(value: object) -> object:
@@ -169,7 +176,10 @@ class SpecBase(BaseModel, frozen=True):
     """Per-tool overrides of ``timeout``: ``{upstream tool name: seconds}``."""
 
     tools: ToolFilter = ToolFilter()
-    """Which of the server's tools are served."""
+    """Which of the server's tools are served, and what the model sees of them (``overrides``)."""
+
+    prompts: PromptOptions = PromptOptions()
+    """What the model sees of the server's prompts (``{"overrides": {...}}``)."""
 
     disabled: bool = False
     """Keep the entry in the file but do not start or serve it."""

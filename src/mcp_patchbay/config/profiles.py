@@ -76,12 +76,14 @@ class NarrowedFilter(ToolFilter, frozen=True):
 
     @classmethod
     def of(cls, entry: ToolFilter, profile: ToolFilter, deny: tuple[str, ...], always_list: tuple[str, ...]) -> Self:
-        return cls(allow=entry.allow, deny=deny, always_list=always_list, within=ToolFilter(allow=profile.allow))
+        within = ToolFilter(allow=profile.allow)
+        return cls(allow=entry.allow, deny=deny, always_list=always_list, overrides=entry.overrides, within=within)
 
 
 def narrow_filter(entry: ToolFilter, profile: ToolFilter | None) -> ToolFilter:
     """The filter a tool must pass to be served: ``entry``'s and ``profile``'s both. Denied by
-    either is denied; listed whole in search mode (``always_list``) by either is listed."""
+    either is denied; listed whole in search mode (``always_list``) by either is listed. The
+    entry's ``overrides`` are kept (a profile has none: ``parse_profiles`` refuses them)."""
     if profile is None or profile == ToolFilter():
         return entry
     deny = tuple(dict.fromkeys((*entry.deny, *profile.deny)))
@@ -89,7 +91,7 @@ def narrow_filter(entry: ToolFilter, profile: ToolFilter | None) -> ToolFilter:
     if entry.allow is not None and profile.allow is not None:
         return NarrowedFilter.of(entry, profile, deny, always_list)
     allow = entry.allow if profile.allow is None else profile.allow
-    return ToolFilter(allow=allow, deny=deny, always_list=always_list)
+    return ToolFilter(allow=allow, deny=deny, always_list=always_list, overrides=entry.overrides)
 
 
 def unknown_profile(name: str, names: Sequence[str]) -> str:
@@ -165,8 +167,16 @@ def _profile(name: str, value: object, server_names: Sequence[str], fatal: list[
     for index, server in enumerate(profile.servers):
         if not _is_glob(server) and server not in server_names:
             problems.append(ConfigProblem(key_path(*prefix, "servers", index), _no_server(server, server_names)))
-    for server in profile.tools:
+    for server, tools in profile.tools.items():
         where = key_path(*prefix, "tools", server)
+        if tools.overrides:
+            problems.append(
+                ConfigProblem(
+                    key_path(*prefix, "tools", server, "overrides"),
+                    "overrides belong to the server's entry (its 'tools': {\"overrides\": ...}), where every "
+                    "profile gets them; a profile only chooses servers and tools",
+                )
+            )
         if server not in server_names:
             problems.append(ConfigProblem(where, _no_server(server, server_names)))
         elif not selects(profile, server):
