@@ -4,6 +4,8 @@
   directory (mode 0600): tokens, their expiry, the client registration, discovered metadata.
 - ``provider``: ``UpstreamAuth``, the SDK's ``OAuthClientProvider`` made to serve: a served
   connection never waits on a browser, it reports what the server asked for (``Challenge``).
+- ``urls``: the addresses a sign-in takes from a server, checked before use (https, or http on
+  loopback; well formed; nothing a shell acts on): refused with ``AUTH_FAILED``, no browser opened.
 - ``loopback``: the redirect URI, a listener on 127.0.0.1 while a sign-in waits.
 - ``signin``: one sign-in with a person at a browser (``sign_in``), and what its failures
   mean for the model (``failure``): used by ``mcp-patchbay login`` and by the gate.

@@ -16,6 +16,11 @@ serves a client with no terminal must not: ``UpstreamAuth`` has two modes.
   SDK's flow as it is, fed the challenge that made the sign-in necessary, so that a scope
   step-up asks for the union of the granted and the challenged scopes.
 
+Every address the sign-in takes from a server is checked before it is used (``oauth.urls``):
+the authorization, token and registration endpoints in the authorization server's metadata
+as it arrives (before the SDK reads it), and every request the SDK's flow makes. One that
+fails raises ``urls.RefusedUrl`` (``AUTH_FAILED``): nothing more is sent, no browser opens.
+
 It relies on the SDK provider's protected members (``context``, ``_initialize``,
 ``_initialized``, ``_auth_flow``, ``_refresh_token``, ``_handle_refresh_response``,
 ``_exchange_token_authorization_code``, ``_add_auth_header``); tests/test_sdk.py guards
@@ -24,11 +29,12 @@ them, as it guards the other SDK internals the proxy uses (``sdk``).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider
@@ -39,6 +45,7 @@ from pydantic import PrivateAttr
 
 from mcp_patchbay.config import OAuthSettings
 from mcp_patchbay.oauth.store import TokenStore, fingerprint_of
+from mcp_patchbay.oauth.urls import RefusedUrl, endpoint_refusal, metadata_refusal, shown
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 # The SDK's OAuth logger quotes servers' answers (which may hold tokens) in its tracebacks; the
@@ -216,7 +223,36 @@ class UpstreamAuth(OAuthClientProvider):
 
     async def _refresh_token(self) -> httpx2.Request:
         self._settle_auth_method()
-        return await super()._refresh_token()
+        return self._checked(await super()._refresh_token())
+
+    def _checked(self, outgoing: httpx2.Request) -> httpx2.Request:
+        """``outgoing``, a request of the sign-in's own (discovery, registration, token), if its
+        address may be used (``urls.endpoint_refusal``; plain http at the config's own origin)."""
+        url = str(outgoing.url)
+        reason = endpoint_refusal(url, http_origin=self.context.server_url)
+        if reason is not None:
+            what = "metadata address"
+            if outgoing.method == "POST":  # registration sends JSON, the token endpoint a form
+                json_body = outgoing.headers.get("content-type", "").startswith("application/json")
+                what = "registration endpoint" if json_body else "token endpoint"
+            self._refuse(what, url, reason)
+        return outgoing
+
+    async def _refused_metadata(self, outgoing: httpx2.Request, response: httpx2.Response) -> None:
+        """The endpoints a metadata document names, checked before the SDK reads it."""
+        if outgoing.method != "GET" or response.status_code != 200:
+            return
+        try:
+            body = json.loads(await response.aread())
+        except ValueError:
+            return  # not JSON: the SDK finds no metadata in it
+        refused = metadata_refusal(body)
+        if refused is not None:
+            self._refuse(*refused)
+
+    def _refuse(self, what: str, url: str, reason: str) -> NoReturn:
+        logger.warning("sign-in to %s: refused the %s %s: %s", self.context.server_url, what, shown(url), reason)
+        raise RefusedUrl(what, url, reason)
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
@@ -265,7 +301,8 @@ class UpstreamAuth(OAuthClientProvider):
                 outgoing = await inner.__anext__()
                 while True:
                     if outgoing is not request:
-                        response = yield outgoing
+                        response = yield self._checked(outgoing)
+                        await self._refused_metadata(outgoing, response)
                     elif (feed := self._take_feed(request)) is not None:
                         # A sign-in made necessary by a refusal: let the SDK see the challenge the
                         # server gave, without sending the request only to be refused again.
@@ -350,4 +387,11 @@ def bearer_challenge_text(challenge: Challenge) -> bool:
     return challenge.www_authenticate.strip().lower().startswith("bearer")
 
 
-__all__ = ["Challenge", "UpstreamAuth", "bearer_challenge_text", "client_metadata", "scopes"]
+__all__ = [
+    "Challenge",
+    "RefusedUrl",
+    "UpstreamAuth",
+    "bearer_challenge_text",
+    "client_metadata",
+    "scopes",
+]

@@ -6,6 +6,10 @@ sent to the authorization page (``webbrowser``, so ``BROWSER`` is honoured), the
 listener receives the code, the tokens are stored. It then lists the server's tools,
 since some servers let ``initialize`` through and ask for a token only after it. Used by
 ``mcp-patchbay login`` and by a served upstream that needs one (``oauth.gate``).
+
+The authorization URL is checked (``urls.browser_refusal``) before it is shown or opened, and
+again by ``open_in_browser``: a refused one ends the sign-in with ``AUTH_FAILED``
+(``urls.RefusedUrl``); the endpoints it came from were checked as they arrived (``provider``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from mcp_patchbay.foreign_errors import most_telling, translate
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
+from mcp_patchbay.oauth.urls import RefusedUrl, browser_refusal, shown
 from mcp_patchbay.redaction import redact
 from mcp_patchbay.transports import open_link
 
@@ -59,6 +64,7 @@ async def open_in_browser(url: str) -> bool:
     command to exit, and a browser started that way may run until the user closes it, while the
     redirect must be received now (a headless one follows it to this very process's listener).
     """
+    refused_because(url)
     if _no_display():
         return False  # webbrowser would pick a console browser no one sees (lynx, w3m)
     outcome: list[bool] = []
@@ -75,6 +81,14 @@ async def open_in_browser(url: str) -> bool:
     threading.Thread(target=run, name="mcp-patchbay-browser", daemon=True).start()
     finished = await anyio.to_thread.run_sync(done.wait, BROWSER_START, abandon_on_cancel=True)
     return outcome[0] if finished and outcome else True
+
+
+def refused_because(url: str) -> None:
+    """Raise ``RefusedUrl`` (and log it) when the browser may not be sent to ``url`` (``urls``)."""
+    reason = browser_refusal(url)
+    if reason is not None:
+        logger.warning("refused to open the authorization endpoint %s: %s", shown(url), reason)
+        raise RefusedUrl("authorization endpoint", url, reason)
 
 
 async def sign_in(
@@ -101,6 +115,7 @@ async def sign_in(
             async with _callback(name, spec, store) as site:
 
                 async def redirect(url: str, site: Loopback = site) -> None:
+                    refused_because(url)  # before it is printed, opened or expected
                     site.expect(url)
                     await show(url)
 
@@ -179,6 +194,14 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
     leaf = most_telling(exc)
     where = f"'{name}'"
     detail = _clean(f"{type(leaf).__name__}: {leaf}")
+    if isinstance(leaf, RefusedUrl):
+        return UpstreamError(
+            Code.AUTH_FAILED,
+            f"Signing in to server {where} was refused: its authorization server named a {leaf.what} the proxy "
+            f"will not use ({leaf.reason}). Nothing was opened in the browser. Tell the user.",
+            detail=leaf.detail,
+            server=name,
+        )
     if isinstance(leaf, UpstreamError):
         return leaf
     if isinstance(leaf, TimeoutError):
