@@ -104,6 +104,7 @@ def test_the_early_search_listing_is_the_proxys_own() -> None:
     # instructions, in config order (exposure.described_servers).
     proxied = Exposure(config.settings).listing(Catalog(), {"github": None, "docs": None})
     assert early == [t.model_dump(by_alias=True, mode="json", exclude_unset=True) for t in proxied]
+    assert [tool["name"] for tool in early] == ["patchbay_find_tools", "patchbay_call_read", "patchbay_call_tool"]
 
 
 def test_auto_mode_answers_early_when_the_last_start_of_the_file_was_over_the_threshold(
@@ -264,8 +265,13 @@ def test_in_search_mode_a_first_listing_is_answered_before_the_sdk_and_corrected
             answers=2,
         )
         assert [a["id"] for a in answers] == [1, 2]
-        [find, call] = answers[1]["result"]["tools"]
-        assert (find["name"], call["name"]) == ("patchbay__find_tools", "patchbay__call_tool")
+        [find, read, call] = answers[1]["result"]["tools"]
+        assert (find["name"], read["name"], call["name"]) == (
+            "patchbay__find_tools",
+            "patchbay__call_read",
+            "patchbay__call_tool",
+        )
+        assert read["annotations"]["readOnlyHint"] is True and call["annotations"]["destructiveHint"] is True
         assert "- time (0): not available now" in find["description"]
         assert process.stdout is not None
         changed = json.loads(process.stdout.readline())  # once the time server has listed its tools

@@ -29,6 +29,7 @@ from tests.harness import (
 pytestmark = pytest.mark.anyio
 
 FIND = "patchbay__find_tools"
+READ = "patchbay__call_read"
 CALL = "patchbay__call_tool"
 
 
@@ -77,10 +78,10 @@ def _upstreams(**extra: Any) -> MemoryUpstreams:
     return MemoryUpstreams({"github": _github(), "files": _files(), **extra})
 
 
-async def test_search_mode_lists_find_tools_and_call_tool_and_nothing_else() -> None:
+async def test_search_mode_lists_find_tools_and_the_call_routes_and_nothing_else() -> None:
     async with connected(_config(), _upstreams()) as (_, client):
         tools = (await client.list_tools()).tools
-    assert [t.name for t in tools] == [FIND, CALL]
+    assert [t.name for t in tools] == [FIND, READ, CALL]
     find = tools[0]
     assert find.description is not None and "github" in find.description and "files" in find.description
     assert find.output_schema is not None
@@ -92,7 +93,7 @@ async def test_auto_mode_follows_the_threshold() -> None:
         assert len((await client.list_tools()).tools) == 6  # 6 tools: all listed
     large = config_from({"github": {"command": "x"}, "files": {"command": "x"}}, {"search_threshold": 5})
     async with connected(large, _upstreams()) as (_, client):
-        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, READ, CALL]
 
 
 async def test_always_list_keeps_chosen_tools_listed_in_search_mode() -> None:
@@ -104,6 +105,7 @@ async def test_always_list_keeps_chosen_tools_listed_in_search_mode() -> None:
         names = [t.name for t in (await client.list_tools()).tools]
     assert names == [
         FIND,
+        READ,
         CALL,
         "github__create_issue",
         "files__list_directory",  # each server's tools by name: a deterministic list
@@ -135,7 +137,9 @@ async def test_the_structured_answer_says_what_to_do_as_the_text_does() -> None:
         nothing = await client.call_tool(FIND, {"query": "zzqx wobble"})
     structured = found.structured_content
     assert structured is not None and next(iter(structured)) == "next"
-    assert structured["next"].startswith(f'Call one with {CALL} {{"name": <its name>, "arguments": {{...}}}}')
+    assert structured["next"].startswith('Call a tool with the tool its "via" names: ')
+    assert f'{CALL} {{"name": <its name>, "arguments": {{...}}}}' in structured["next"]
+    assert 'Give every argument in its "required"' in structured["next"]
     assert structured["tools"][0]["required"] == ["repo", "title"]
     assert nothing.structured_content is not None
     assert nothing.structured_content["next"] == "No tool matches. Search again with other words, or fewer."
@@ -293,7 +297,7 @@ async def test_all_mode_can_add_call_tool_for_clients_that_refuse_unlisted_names
     async with connected(config, _upstreams()) as (_, client):
         names = [t.name for t in (await client.list_tools()).tools]
         result = await client.call_tool(CALL, {"name": "github__list_pull_requests"})
-    assert names[-1] == CALL and len(names) == 7 and FIND not in names
+    assert names[-2:] == [READ, CALL] and len(names) == 8 and FIND not in names
     assert not result.is_error
 
 
@@ -302,7 +306,7 @@ async def test_search_mode_uses_the_configured_separator() -> None:
     async with connected(config, _upstreams()) as (_, client):
         names = [t.name for t in (await client.list_tools()).tools]
         result = await client.call_tool("patchbay-call_tool", {"name": "files-read_file", "arguments": {"path": "x"}})
-    assert names == ["patchbay-find_tools", "patchbay-call_tool"]
+    assert names == ["patchbay-find_tools", "patchbay-call_read", "patchbay-call_tool"]
     assert not result.is_error
 
 
@@ -335,27 +339,27 @@ async def test_the_tools_a_search_found_join_the_listing_and_the_client_is_told(
             changed.set()
 
     async with connected(_config({"found_tools": 2}), _upstreams(), message_handler=on_message) as (_, client):
-        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, READ, CALL]
         found = await client.call_tool(FIND, {"query": "open a new bug report on the repo", "limit": 1})
         assert found.structured_content is not None
         assert "join your tool list" in found.structured_content["next"] and "join your tool list" in result_text(found)
         with anyio.fail_after(5):
             await changed.wait()
-        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL, "github__create_issue"]
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, READ, CALL, "github__create_issue"]
         result = await client.call_tool("github__create_issue", {"repo": "r", "title": "t"})
         assert not result.is_error
         # The most recently found are kept, at most found_tools of them, in the catalog's order.
         await client.call_tool(FIND, {"query": "read a file", "limit": 1})
         await client.call_tool(FIND, {"query": "list the files in a folder", "limit": 1})
         listed = [t.name for t in (await client.list_tools()).tools]
-    assert listed == [FIND, CALL, "files__list_directory", "files__read_file"]
+    assert listed == [FIND, READ, CALL, "files__list_directory", "files__read_file"]
 
 
 async def test_found_tools_zero_lists_only_the_two() -> None:
     async with connected(_config({"found_tools": 0}), _upstreams()) as (_, client):
         found = await client.call_tool(FIND, {"query": "open a new bug report on the repo"})
         assert found.structured_content is not None and "join your tool list" not in found.structured_content["next"]
-        assert [t.name for t in (await client.list_tools()).tools] == [FIND, CALL]
+        assert [t.name for t in (await client.list_tools()).tools] == [FIND, READ, CALL]
 
 
 async def test_call_tool_says_what_its_targets_may_do() -> None:

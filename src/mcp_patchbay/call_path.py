@@ -36,6 +36,7 @@ from mcp_patchbay.config import Settings
 from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
 from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
+from mcp_patchbay.exposure import reads_only as reads_only_tool
 from mcp_patchbay.foreign_errors import translated
 from mcp_patchbay.lane import split_meta
 from mcp_patchbay.name_errors import hidden_tool, unknown_name
@@ -140,13 +141,16 @@ class ToolPath:
         *,
         request: Request | None = None,
         named_as_data: bool = False,
+        reads_only: bool = False,
     ) -> dict[str, Any]:
         """One tool call, whatever the way it came: the result as JSON values, an ``isError``
         result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
         ``meta`` is the client's ``_meta`` less its progress token, passed on upstream.
         ``request``: the SDK's context of the client's request (None on the lane).
-        ``named_as_data``: the name came as ``call_tool``'s argument, so a name that cannot be
-        resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call)."""
+        ``named_as_data``: the name came as a call route's argument, so a name that cannot be
+        resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call).
+        ``reads_only``: it came through the read route, which runs only a tool that says it only
+        reads (else ``NOT_READ_ONLY``, nothing sent)."""
         started = time.monotonic()
         view = self.views.view()
         target = view.catalog.by_exposed.get(called)
@@ -164,17 +168,37 @@ class ToolPath:
                 own = self.exposure.names
                 if called == own.find_tools:
                     return await self._find_tools(arguments, view)
-                if called == own.call_tool:
-                    name, target_arguments = call_request(arguments, own)
-                    if name in (own.find_tools, own.call_tool):
+                from mcp_patchbay.own_tools import read_route  # search mode's: not on the start's path
+
+                read = read_route(own)
+                if called in (own.call_tool, read):
+                    name, target_arguments = call_request(arguments, own, called)
+                    if name in (own.find_tools, own.call_tool, read):
                         raise ClientError(
                             Code.INVALID_ARGUMENTS,
-                            f"{own.call_tool} calls the servers' tools; call {name} directly instead.",
+                            f"{called} calls the servers' tools; call {name} directly instead.",
                         )
                     return await self.run(
-                        name, target_arguments, on_progress, meta, request=request, named_as_data=True
+                        name,
+                        target_arguments,
+                        on_progress,
+                        meta,
+                        request=request,
+                        named_as_data=True,
+                        reads_only=called == read,
                     )
                 target = await self._resolve(called, view)
+            if reads_only and not reads_only_tool(target.definition):
+                from mcp_patchbay.own_tools import read_route
+
+                own = self.exposure.names
+                raise ClientError(
+                    Code.NOT_READ_ONLY,
+                    f"{read_route(own)} runs only tools that say they only read, and '{target.exposed}' may change "
+                    f"things: call it with {own.call_tool} instead, where the user may be asked to approve it.",
+                    server=target.server,
+                    tool=target.upstream_name,
+                )
             server = target.server
             upstream = self.supervisor.upstreams.get(server)
             if upstream is None:
@@ -272,7 +296,7 @@ class ToolPath:
         upstreams = [u for name, u in self.supervisor.upstreams.items() if name in view.servers]
         notes = unavailable_notes(request.query, upstreams)
         listed = self.settings.found_tools > 0
-        result = find_result(index, request, notes, self.exposure.names, listed=listed)
+        result = find_result(index, request, notes, self.exposure.names, catalog=view.catalog, listed=listed)
         found = [tool["name"] for tool in result["structuredContent"]["tools"]]
         if view.exposure.found(found):
             self.on_listing_changed()

@@ -2,7 +2,7 @@
 
     PatchbayError                  code, category, retryable, retry_after_ms; text for the model
     ├── ClientError                the client asked for something wrong: fix the call, don't retry
-    │                              (TOOL_NOT_FOUND, TOOL_AMBIGUOUS, TOOL_NOT_AVAILABLE, INVALID_ARGUMENTS, ...)
+    │                              (TOOL_NOT_FOUND, TOOL_AMBIGUOUS, INVALID_ARGUMENTS, NOT_READ_ONLY, ...)
     └── UpstreamError              an upstream server failed, or the proxy protected it
         │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, RATE_LIMITED, CIRCUIT_OPEN, ...)
         └── NotDelivered           the request never reached the upstream: it is always safe to send again
@@ -74,6 +74,7 @@ class Code(enum.StrEnum):
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
     INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
     USER_DECLINED = "USER_DECLINED"
+    NOT_READ_ONLY = "NOT_READ_ONLY"
     SERVER_UNAVAILABLE = "SERVER_UNAVAILABLE"
     CONFIG_INVALID = "CONFIG_INVALID"
     SERVER_STARTING = "SERVER_STARTING"
@@ -114,6 +115,8 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
     # The user said no to a call through call_tool (patchbay.confirm): nothing was sent.
     Code.USER_DECLINED: _CodeInfo(_C.VALIDATION, False),
+    # The read route (call_read) was given a tool that does not say it only reads: nothing was sent.
+    Code.NOT_READ_ONLY: _CodeInfo(_C.VALIDATION, False),
     Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
     # The proxy's own config could not be used at the start: no server was started (cli).
     Code.CONFIG_INVALID: _CodeInfo(_C.CONFIGURATION, False),

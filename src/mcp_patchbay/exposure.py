@@ -36,7 +36,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 
-from mcp_patchbay.catalog import Catalog
+from mcp_patchbay.catalog import Catalog, CatalogTool
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors import ClientError, Code
 from mcp_patchbay.naming import OwnTools, normalize
@@ -62,19 +62,48 @@ def listing_cost(tools: Sequence[types.Tool]) -> tuple[int, int]:
     return chars, math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def call_tool_definition(names: OwnTools, *, searching: bool = True, read_only: bool = False) -> types.Tool:
-    """``call_tool`` (``own_tools`` owns its definition)."""
+def call_tool_definition(names: OwnTools, catalog: Catalog, *, searching: bool = True) -> types.Tool:
+    """``call_tool`` (``own_tools`` owns its definition), annotated for what ``catalog``'s tools may do."""
     from mcp_patchbay.own_tools import call_tool_json
 
-    return types.Tool.model_validate(call_tool_json(names, searching=searching, read_only=read_only), by_name=False)
+    read_only, destructive = reach(catalog)
+    definition = call_tool_json(names, searching=searching, read_only=read_only, destructive=destructive)
+    return types.Tool.model_validate(definition, by_name=False)
 
 
-def all_read_only(catalog: Catalog) -> bool:
-    """Whether every tool ``call_tool`` can reach says it only reads (an empty catalog does not:
-    what comes later is not known)."""
-    return bool(catalog.tools) and all(
-        tool.annotations is not None and tool.annotations.read_only_hint is True for tool in catalog.tools
+def call_read_definition(names: OwnTools, *, searching: bool = True) -> types.Tool:
+    """The read route (``own_tools`` owns its definition)."""
+    from mcp_patchbay.own_tools import call_read_json
+
+    return types.Tool.model_validate(call_read_json(names, searching=searching), by_name=False)
+
+
+def reads_only(tool: types.Tool) -> bool:
+    """Whether a tool's annotations say it only reads: only such tools go through the read route."""
+    return tool.annotations is not None and tool.annotations.read_only_hint is True
+
+
+def reach(catalog: Catalog) -> tuple[bool, bool]:
+    """(read-only, destructive): what the tools ``call_tool`` can reach may do. Read-only when every
+    one only reads (an empty catalog is not: what comes later is not known); destructive unless
+    every one that does not only read says it is not (a tool that says nothing may destroy)."""
+    tools = [target.definition for target in catalog.by_exposed.values()]
+    others = [tool for tool in tools if not reads_only(tool)]
+    read_only = bool(tools) and not others
+    destructive = not tools or any(
+        tool.annotations is None or tool.annotations.destructive_hint is not False for tool in others
     )
+    return read_only, destructive
+
+
+def route_of(target: CatalogTool, names: OwnTools) -> str:
+    """The tool the model calls ``target`` with: the read route when it only reads, its own name when
+    the client lists it from the start (``always_list``), else ``call_tool``."""
+    if reads_only(target.definition):
+        from mcp_patchbay.own_tools import read_route
+
+        return read_route(names)
+    return target.exposed if target.always_listed else names.call_tool
 
 
 def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
@@ -105,20 +134,22 @@ class Exposure:
     def listing(self, catalog: Catalog, servers: Mapping[str, str | None]) -> list[types.Tool]:
         """The tools the client lists now (without the status tool, which the server adds).
         ``servers``: every server in config order, to its instructions."""
-        read_only = all_read_only(catalog)
         if not self.search_mode(catalog):
-            extra = (
-                [call_tool_definition(self.names, searching=False, read_only=read_only)]
-                if self.settings.call_tool
-                else []
-            )
-            return [*catalog.tools, *extra]
+            routes = self.routes(catalog, searching=False) if self.settings.call_tool else []
+            return [*catalog.tools, *routes]
         self._build(catalog, servers)
         assert self._find_tools is not None
         kept = [
             tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed or tool.name in self._found
         ]
-        return [self._find_tools, call_tool_definition(self.names, read_only=read_only), *kept]
+        return [self._find_tools, *self.routes(catalog), *kept]
+
+    def routes(self, catalog: Catalog, *, searching: bool = True) -> list[types.Tool]:
+        """The two call routes: the read route, and ``call_tool`` annotated for ``catalog``."""
+        return [
+            call_read_definition(self.names, searching=searching),
+            call_tool_definition(self.names, catalog, searching=searching),
+        ]
 
     def found(self, names: Sequence[str]) -> bool:
         """Tools a search found join the listing (``found_tools``, the most recent kept); whether
@@ -154,12 +185,13 @@ class Exposure:
         described = tuple(servers.items())
         if self._built_for is catalog and self._described == described:
             return  # the catalog object itself is kept: an id() could be reused by a later one
+        from mcp_patchbay.own_tools import routes_phrase
         from mcp_patchbay.search import find_tools_description
 
         self._tools = indexed_tools(catalog, servers)
         self._index = None
         description = find_tools_description(
-            self._tools, servers=servers, find_tools=self.names.find_tools, call_tool=self.names.call_tool
+            self._tools, servers=servers, find_tools=self.names.find_tools, call_tool=routes_phrase(self.names)
         )
         self._find_tools = find_tools_definition(self.names, description)
         self._built_for, self._described = catalog, described
@@ -211,21 +243,25 @@ def find_request(arguments: Mapping[str, Any] | None) -> FindRequest:
     )
 
 
-def call_request(arguments: Mapping[str, Any] | None, names: OwnTools) -> tuple[str, dict[str, Any] | None]:
-    """``call_tool``'s target name and arguments (an absent ``arguments`` is none)."""
+def call_request(
+    arguments: Mapping[str, Any] | None, names: OwnTools, route: str | None = None
+) -> tuple[str, dict[str, Any] | None]:
+    """A call route's target name and arguments (an absent ``arguments`` is none); ``route``: the
+    route called (``call_tool`` unless said)."""
+    route = route or names.call_tool
     args = arguments or {}
     name = args.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ClientError(
             Code.INVALID_ARGUMENTS,
-            f"{names.call_tool} needs 'name' (a tool's name from {names.find_tools}) and 'arguments' (an object). "
+            f"{route} needs 'name' (a tool's name from {names.find_tools}) and 'arguments' (an object). "
             "Call it again with them.",
         )
     target_args = args.get("arguments")
     if target_args is not None and not isinstance(target_args, dict):
         raise ClientError(
             Code.INVALID_ARGUMENTS,
-            f"{names.call_tool}: 'arguments' must be an object of the tool's arguments, like "
+            f"{route}: 'arguments' must be an object of the tool's arguments, like "
             '{"path": "README.md"}. Call it again with an object.',
         )
     return name.strip(), cast("dict[str, Any] | None", target_args)
@@ -262,10 +298,18 @@ def _same_server(given: str, name: str) -> bool:
 
 
 def find_result(
-    index: ToolIndex, request: FindRequest, notes: Sequence[ServerNote], names: OwnTools, *, listed: bool = False
+    index: ToolIndex,
+    request: FindRequest,
+    notes: Sequence[ServerNote],
+    names: OwnTools,
+    *,
+    catalog: Catalog | None = None,
+    listed: bool = False,
 ) -> dict[str, Any]:
-    """The ``tools/call`` result of a search, as JSON values (``listed``: the tools found join the
-    client's tool list, ``Exposure.found``)."""
+    """The ``tools/call`` result of a search, as JSON values: each tool found with the route it is
+    called by (``route_of``, from ``catalog``'s definitions; ``call_tool`` for a tool it lacks).
+    ``listed``: the tools found join the client's tool list (``Exposure.found``)."""
+    from mcp_patchbay.own_tools import read_route
     from mcp_patchbay.search import render_answer
 
     servers = [*index.servers, *(note.server for note in notes if note.server not in index.servers)]
@@ -277,8 +321,19 @@ def find_result(
             "with one of these.",
         )
     hits = index.search(request.query, limit=request.limit, server=request.server)
+    routes: dict[str, str] = {}
+    for hit in hits:
+        entry = catalog.by_exposed.get(hit.tool.name) if catalog is not None else None
+        routes[hit.tool.name] = route_of(entry, names) if entry is not None else names.call_tool
     structured, text = render_answer(
-        hits, query=request.query, unavailable=notes, server=request.server, call_tool=names.call_tool, listed=listed
+        hits,
+        query=request.query,
+        unavailable=notes,
+        server=request.server,
+        call_tool=names.call_tool,
+        read_tool=read_route(names),
+        routes=routes,
+        listed=listed,
     )
     return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
@@ -287,12 +342,16 @@ __all__ = [
     "Exposure",
     "FindRequest",
     "OwnTools",
+    "call_read_definition",
     "call_request",
     "call_tool_definition",
     "described_servers",
     "find_request",
     "find_result",
     "listing_cost",
+    "reach",
+    "reads_only",
+    "route_of",
     "search_mode",
     "unavailable_notes",
 ]

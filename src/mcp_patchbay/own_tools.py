@@ -1,4 +1,17 @@
-"""The proxy's own tools, search mode's ``find_tools`` and ``call_tool``, as JSON values.
+"""The proxy's own tools, search mode's ``find_tools`` and its two call routes, as JSON values.
+
+Two call routes, so that a client's approval of one means what the user thinks it does:
+
+- ``call_read`` (``patchbay__call_read``) runs only tools whose annotations say they only read
+  (``readOnlyHint``), and says so in its own annotations (read-only, not destructive): a client
+  that runs read-only tools without asking (Codex's default) runs it, and a user who allows it
+  once has allowed reading, nothing more. Any other target is refused (``NOT_READ_ONLY``).
+- ``call_tool`` (``patchbay__call_tool``) runs any tool, and its annotations say what the worst
+  of its targets may do (``call_tool_annotations``), so no client waves it through as harmless.
+
+Their names keep the rules of the others: ``patchbay``, the separator, a word no longer than
+``find_tools`` (the name budget checks that one), so ``read_route`` derives the read route's
+name from ``OwnTools``' ``call_tool``.
 
 One owner of their definitions: ``exposure`` makes them the SDK's ``Tool`` models for every
 listing, and ``early_handshake`` answers a first ``tools/list`` with them before the SDK is
@@ -17,36 +30,89 @@ from mcp_patchbay.search.describe import find_tools_description
 from mcp_patchbay.search.index import DEFAULT_LIMIT, MAX_LIMIT
 from mcp_patchbay.search.render import OUTPUT_SCHEMA
 
-__all__ = ["call_tool_json", "early_search_listing", "find_tools_json"]
+__all__ = [
+    "READ_ONLY",
+    "call_read_json",
+    "call_tool_annotations",
+    "call_tool_json",
+    "early_search_listing",
+    "find_tools_json",
+    "read_route",
+    "routes_phrase",
+]
+
+READ_ROUTE_WORD = "call_read"
+"""The read route's word after ``patchbay`` and the separator: no longer than ``find_tools``."""
+
+READ_ONLY: dict[str, Any] = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
+"""The annotations of ``call_read``, and of ``call_tool`` when every tool it reaches only reads."""
 
 
-def call_tool_json(names: OwnTools, *, searching: bool = True, read_only: bool = False) -> dict[str, Any]:
+def read_route(names: OwnTools) -> str:
+    """The read route's name for these names' separator (``patchbay__call_read``)."""
+    return names.call_tool.removesuffix("call_tool") + READ_ROUTE_WORD
+
+
+def routes_phrase(names: OwnTools) -> str:
+    """How the two routes are named where a text tells the model to call a tool found."""
+    return f"{read_route(names)} (a tool that only reads) or {names.call_tool} (any other)"
+
+
+def call_tool_annotations(*, read_only: bool, destructive: bool = True) -> dict[str, Any]:
+    """``call_tool``'s annotations, true of every tool it can reach: read-only only when every one
+    is (``read_only``); else not read-only, destructive unless every tool that does not only read
+    says it is not (``destructive``), open-world and not idempotent as a tool that says nothing."""
+    if read_only:
+        return dict(READ_ONLY)
+    return {"readOnlyHint": False, "destructiveHint": destructive, "idempotentHint": False, "openWorldHint": True}
+
+
+def call_tool_json(
+    names: OwnTools, *, searching: bool = True, read_only: bool = False, destructive: bool = True
+) -> dict[str, Any]:
     """``call_tool``; in search mode it points at ``find_tools``, otherwise at the listed tools.
 
     Its annotations say what its targets may do, since clients approve by them (Codex runs a
-    tool without asking only when it is read-only): read-only only when every tool it can reach
-    is (``read_only``), else possibly destructive and open-world, as an unannotated tool is."""
+    tool without asking only when it is read-only): ``call_tool_annotations``."""
     where = f"Find the tool and its arguments with {names.find_tools} first." if searching else ""
     source = "as find_tools gave it" if searching else "as the tool list shows it"
     return {
         "name": names.call_tool,
         "description": (
-            f"Call a tool of the servers behind this proxy by its name. {where} A mistaken or partial name is "
-            "resolved when it is unambiguous; otherwise the answer suggests names."
+            f"Call a tool of the servers behind this proxy by its name. {where} It runs any tool, ones that "
+            f"change or delete things too, so the user may be asked first; for a tool that only reads, use "
+            f"{read_route(names)}. A mistaken or partial name is resolved when it is unambiguous; otherwise the "
+            "answer suggests names."
         ).replace("  ", " "),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": f"The tool's name, {source}."},
-                "arguments": {"type": "object", "description": "The tool's arguments, matching its inputSchema."},
-            },
-            "required": ["name"],
-        },
-        "annotations": (
-            {"readOnlyHint": True, "idempotentHint": True}
-            if read_only
-            else {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+        "inputSchema": _call_schema(source),
+        "annotations": call_tool_annotations(read_only=read_only, destructive=destructive),
+    }
+
+
+def call_read_json(names: OwnTools, *, searching: bool = True) -> dict[str, Any]:
+    """The read route: ``call_tool`` for tools whose annotations say they only read."""
+    where = f" ({names.find_tools} marks them)" if searching else ""
+    source = "as find_tools gave it" if searching else "as the tool list shows it"
+    return {
+        "name": read_route(names),
+        "description": (
+            f"Call a tool that only reads{where} by its name; it refuses one that may change things (call "
+            f"those with {names.call_tool}). A mistaken or partial name is resolved when it is unambiguous; "
+            "otherwise the answer suggests names."
         ),
+        "inputSchema": _call_schema(source),
+        "annotations": dict(READ_ONLY),
+    }
+
+
+def _call_schema(source: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": f"The tool's name, {source}."},
+            "arguments": {"type": "object", "description": "The tool's arguments, matching its inputSchema."},
+        },
+        "required": ["name"],
     }
 
 
@@ -107,5 +173,7 @@ def early_search_listing(document: object, last_tools: int | None = None) -> lis
             if entry.get("disabled") is not True:
                 servers[name] = None  # instructions come with the handshake: none yet
     names = OwnTools.for_separator(separator)
-    description = find_tools_description([], servers=servers, find_tools=names.find_tools, call_tool=names.call_tool)
-    return [find_tools_json(names, description), call_tool_json(names)]
+    description = find_tools_description(
+        [], servers=servers, find_tools=names.find_tools, call_tool=routes_phrase(names)
+    )
+    return [find_tools_json(names, description), call_read_json(names), call_tool_json(names)]

@@ -21,9 +21,12 @@ Pure. Rules:
   search was restricted to) are named with their state and what to do, best match
   first, at most ``MAX_NOTES``.
 - The structured answer says what the text says, in its own fields: ``next`` (how to call a
-  tool found, or what to search instead), each tool's ``required`` arguments, each
-  unavailable server's ``action``. Claude Code and Codex show the model the structured answer
-  in place of the text.
+  tool found, or what to search instead), each tool's ``via`` (the tool to call it with) and
+  ``required`` arguments, each unavailable server's ``action``. Claude Code and Codex show the
+  model the structured answer in place of the text.
+- Each tool found names its route (``routes``, from ``exposure.route_of``): the read route for a
+  tool that only reads, ``call_tool`` for the others, or its own name where the client lists it.
+  The text marks each tool's route after its name and says how to call each route once.
 """
 
 from __future__ import annotations
@@ -64,11 +67,16 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         },
         "tools": {
             "type": "array",
-            "description": "Matching tools, best first. Call one with the call tool (name, arguments).",
+            "description": "Matching tools, best first. Call one with the tool its 'via' names.",
             "items": {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "description": "The name to pass to the call tool."},
+                    "via": {
+                        "type": "string",
+                        "description": "The tool to call it with: a call route (pass name and arguments), or its own "
+                        "name (pass its arguments).",
+                    },
                     "server": {"type": "string"},
                     "tool": {"type": "string", "description": "The tool's name on its server."},
                     "title": {"type": "string", "description": "The tool's display title, or its name."},
@@ -201,9 +209,10 @@ def brief_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return brief
 
 
-def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
+def _entry(tool: IndexedTool, full: bool, via: str) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": tool.name,
+        "via": via,
         "server": tool.server,
         "tool": tool.tool,
         "title": tool.title or tool.tool,  # a string always: some clients refuse union types
@@ -223,22 +232,38 @@ def _entry(tool: IndexedTool, full: bool) -> dict[str, Any]:
     return entry
 
 
+def _ways(entries: Sequence[Mapping[str, Any]], call_tool: str, read_tool: str | None, *, name: str) -> list[str]:
+    """How each route the tools found take is called, once each: a call route with the tool's name and
+    arguments, a tool listed under its own name directly (``name``: the placeholder shown)."""
+    vias = {e["via"] for e in entries}
+    ways: list[str] = []
+    if read_tool is not None and read_tool in vias:
+        ways.append(f'{read_tool} {{"name": {name}, "arguments": {{...}}}} for a tool that only reads')
+    if call_tool in vias:
+        ways.append(f'{call_tool} {{"name": {name}, "arguments": {{...}}}} for the others (the user may be asked)')
+    if vias - {call_tool, read_tool}:
+        ways.append("a tool whose via is its own name: that tool, with its arguments")
+    return ways
+
+
 def _next(
-    entries: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str, str]], call_tool: str, listed: bool
+    entries: Sequence[Mapping[str, Any]],
+    notes: Sequence[Mapping[str, str]],
+    call_tool: str,
+    read_tool: str | None,
+    listed: bool,
 ) -> str:
     """What the answer tells the model to do next, for the structured answer (the text says it
     in its header, its footnotes and its notes)."""
     if not entries:
         told = "No tool matches. Search again with other words, or fewer."
     else:
-        told = (
-            f'Call one with {call_tool} {{"name": <its name>, "arguments": {{...}}}}, giving every argument in its '
-            '"required".'
-        )
+        ways = _ways(entries, call_tool, read_tool, name="<its name>")
+        told = f'Call a tool with the tool its "via" names: {"; ".join(ways)}. Give every argument in its "required".'
         if any(e["detail"] == "brief" for e in entries):
             told += ' For a "brief" tool, search its exact name first for its full arguments schema.'
         if listed:
-            told += " The tools found also join your tool list: later, you may call each by its own name."
+            told += " The tools found also join your tool list: once you see one there, you may call it by its name."
     if notes:
         told += ' Some servers cannot serve now: see "unavailable" for what to tell the user.'
     return told
@@ -250,7 +275,8 @@ def _dumps(value: object) -> str:
 
 def _entry_text(rank: int, entry: Mapping[str, Any]) -> str:
     title = f" ({entry['title']})" if entry["title"] and entry["title"] != entry["tool"] else ""
-    head = f"{rank}. {entry['name']}{title}: {entry['description'] or '(no description)'}"
+    via = "its own name" if entry["via"] == entry["name"] else entry["via"]
+    head = f"{rank}. {entry['name']}{title} [via {via}]: {entry['description'] or '(no description)'}"
     schema: Mapping[str, Any] = entry["inputSchema"]
     if entry["detail"] == "full":
         return f"{head}\n   arguments schema: {_dumps(schema)}"
@@ -261,13 +287,12 @@ def _entry_text(rank: int, entry: Mapping[str, Any]) -> str:
     return f"{head}\n   arguments: {params or 'none'}{more}"
 
 
-def _header(count: int, query: str, call_tool: str) -> str:
-    if count == 0:
+def _header(entries: Sequence[Mapping[str, Any]], query: str, call_tool: str, read_tool: str | None) -> str:
+    if not entries:
         return f"No tools match {_dumps(query)}. Try other words, or fewer."
-    return (
-        f"{count} tool{'s' if count != 1 else ''} for {_dumps(query)}, best first. "
-        f'Call one with {call_tool} {{"name": "<name>", "arguments": {{...}}}}.'
-    )
+    ways = _ways(entries, call_tool, read_tool, name='"<name>"')
+    count = len(entries)
+    return f"{count} tool{'s' if count != 1 else ''} for {_dumps(query)}, best first. Call each via {'; '.join(ways)}."
 
 
 def _notes(notes: Sequence[ServerNote], server: str | None) -> list[dict[str, str]]:
@@ -284,11 +309,12 @@ def _text(
     unavailable: Sequence[Mapping[str, str]],
     call: str,
     *,
+    read: str | None = None,
     listed: bool = False,
 ) -> str:
-    lines = [_header(len(entries), query, call)]
+    lines = [_header(entries, query, call, read)]
     if listed and entries:
-        lines[0] += " They also join your tool list: later, you may call each by its own name."
+        lines[0] += " They also join your tool list: once you see one there, you may call it by its name."
     lines.extend(_entry_text(rank, entry) for rank, entry in enumerate(entries, 1))
     if any(e["detail"] == "brief" for e in entries):
         lines.append("(* required. Search a tool's exact name for its full arguments schema.)")
@@ -310,20 +336,25 @@ def render_answer(
     full: int = FULL_SCHEMAS,
     budget: int = TEXT_BUDGET,
     call_tool: str = "patchbay__call_tool",
+    read_tool: str | None = None,
+    routes: Mapping[str, str] | None = None,
     listed: bool = False,
 ) -> tuple[dict[str, Any], str]:
     """(structuredContent, text) for ``hits``; the text is at most ``budget`` characters.
+    ``routes``: each tool's route by its name (``call_tool`` for one it lacks): ``read_tool``, the
+    read route, ``call_tool``, or the tool's own name.
     ``listed``: the tools found join the client's tool list (the answer says so)."""
     notes = _notes(unavailable, server)
     query_shown = _cut(query, 200)
     levels = [index < full for index in range(len(hits))]
-    entries = [_entry(hit.tool, full_) for hit, full_ in zip(hits, levels, strict=True)]
+    vias = [(routes or {}).get(hit.tool.name, call_tool) for hit in hits]
+    entries = [_entry(hit.tool, full_, via) for hit, full_, via in zip(hits, levels, vias, strict=True)]
     omitted = 0
-    text = _text(query_shown, entries, omitted, notes, call_tool, listed=listed)
+    text = _text(query_shown, entries, omitted, notes, call_tool, read=read_tool, listed=listed)
     while len(text) > budget:
         if any(e["detail"] == "full" for e in entries):
             last = max(i for i, e in enumerate(entries) if e["detail"] == "full")
-            entries[last] = _entry(hits[last].tool, False)
+            entries[last] = _entry(hits[last].tool, False, vias[last])
         elif entries:
             entries.pop()
             omitted += 1
@@ -332,8 +363,8 @@ def render_answer(
         else:
             text = text[: budget - 1] + "…"
             break
-        text = _text(query_shown, entries, omitted, notes, call_tool, listed=listed)
-    structured: dict[str, Any] = {"next": _next(entries, notes, call_tool, listed), "tools": entries}
+        text = _text(query_shown, entries, omitted, notes, call_tool, read=read_tool, listed=listed)
+    structured: dict[str, Any] = {"next": _next(entries, notes, call_tool, read_tool, listed), "tools": entries}
     if omitted:
         structured["omitted"] = omitted
     if notes:
