@@ -22,9 +22,11 @@ from keyring.backend import KeyringBackend
 from keyring.backends import fail
 from keyring.errors import PasswordDeleteError
 
-from mcp_patchbay.cli import logs
+from mcp_patchbay.cli import importing, logs
 from mcp_patchbay.cli import secret as secret_cli
-from mcp_patchbay.config import ConfigError, RemoteSpec, StdioSpec, parse_config
+from mcp_patchbay.clients import secret_values
+from mcp_patchbay.clients.locations import Environment
+from mcp_patchbay.config import ConfigError, RemoteSpec, StdioSpec, load_config, parse_config
 from mcp_patchbay.config.secretstore import SERVICE
 from mcp_patchbay.redaction import redact
 
@@ -222,3 +224,112 @@ def test_secret_run_answers_usage_mistakes_with_status_2(capsys: pytest.CaptureF
     assert "required: set|delete" in capsys.readouterr().err
     assert secret_cli.run("secret", ["--help"]) == 0
     assert "${secret:NAME}" in capsys.readouterr().out
+
+
+# --- import moves values that look like secrets -----------------------------------------------
+
+GH_TOKEN = "ghp_" + "a1B2c3D4e5" * 4
+SLACK = "xoxb-1234567890-abcdefghij"
+DOCS_KEY = "docs-api-key-0123456789"
+
+
+def client_home(tmp_path: Path) -> Environment:
+    """Claude Desktop's file with a token in env, a key in a header, a token in args, and references."""
+    home = tmp_path / "home"
+    file = home / ".config/Claude/claude_desktop_config.json"
+    file.parent.mkdir(parents=True)
+    servers = {
+        "github": {"command": "npx", "args": ["server-github"], "env": {"GITHUB_TOKEN": GH_TOKEN, "DEBUG": "true"}},
+        "slack": {"command": "slack-mcp", "args": ["--token", SLACK, "--verbose"], "env": {"TOKEN_FILE": "/a/b"}},
+        "docs": {"type": "http", "url": "https://docs.example/mcp", "headers": {"X-Api-Key": DOCS_KEY}},
+        "ref": {"command": "x", "env": {"API_KEY": "${API_KEY}"}, "args": ["${secret:already}"]},
+    }
+    file.write_text(json.dumps({"mcpServers": servers}))
+    return Environment("linux", {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}, tmp_path / "project")
+
+
+def import_(env: Environment, *argv: str, stdin: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = importing.main(["--from", "claude-desktop", *argv], env, out, err, stdin or io.StringIO())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_import_moves_secrets_into_the_keyring_and_leaves_references(tmp_path: Path, memory: MemoryKeyring) -> None:
+    target = tmp_path / "patchbay.json"
+    code, out, err = import_(client_home(tmp_path), "-o", str(target), "--secrets", "keyring")
+    assert code == 0, err
+    assert memory.values == {
+        (SERVICE, "github.GITHUB_TOKEN"): GH_TOKEN,
+        (SERVICE, "slack.arg1"): SLACK,
+        (SERVICE, "docs.X-Api-Key"): DOCS_KEY,
+    }
+    written = json.loads(target.read_text())["mcpServers"]
+    assert written["github"]["env"] == {"GITHUB_TOKEN": "${secret:github.GITHUB_TOKEN}", "DEBUG": "true"}
+    assert written["slack"]["args"] == ["--token", "${secret:slack.arg1}", "--verbose"]
+    assert written["slack"]["env"] == {"TOKEN_FILE": "/a/b"}  # a path, not a secret
+    assert written["docs"]["headers"] == {"X-Api-Key": "${secret:docs.X-Api-Key}"}
+    assert written["ref"] == {"command": "x", "args": ["${secret:already}"], "env": {"API_KEY": "${API_KEY}"}} | {
+        "origin": written["ref"]["origin"]
+    }
+    for value in (GH_TOKEN, SLACK, DOCS_KEY):
+        assert value not in out and value not in target.read_text()
+    assert "Moved into the keyring" in out and "github env GITHUB_TOKEN as ${secret:github.GITHUB_TOKEN}" in out
+    github = next(e for e in load_config(target, environ={}).servers if e.name == "github")
+    assert isinstance(github.spec, StdioSpec) and github.spec.env["GITHUB_TOKEN"] == GH_TOKEN  # loads back
+
+
+def test_import_asks_on_a_terminal_and_keeps_them_when_told_no(tmp_path: Path, memory: MemoryKeyring) -> None:
+    env = client_home(tmp_path)
+    code, out, _ = import_(env, "-o", str(tmp_path / "no.json"), stdin=Tty("n\n"))
+    assert code == 0 and "Move them into the keyring" in out and not memory.values
+    assert GH_TOKEN in (tmp_path / "no.json").read_text()
+    code, out, _ = import_(env, "-o", str(tmp_path / "yes.json"), stdin=Tty("\n"))  # the default: yes
+    assert code == 0 and memory.values[(SERVICE, "github.GITHUB_TOKEN")] == GH_TOKEN
+    assert GH_TOKEN not in (tmp_path / "yes.json").read_text()
+
+
+def test_import_in_a_script_keeps_them_and_says_how_to_move_them(tmp_path: Path, memory: MemoryKeyring) -> None:
+    code, out, _ = import_(client_home(tmp_path), "-o", str(tmp_path / "p.json"))
+    assert code == 0 and not memory.values
+    assert "Kept in the file: github env GITHUB_TOKEN" in out and "--secrets keyring" in out
+    assert GH_TOKEN not in out
+
+
+@pytest.mark.parametrize("choice", [[], ["--secrets", "keyring"], ["--secrets", "keep"]])
+def test_import_dry_run_says_what_would_move_and_never_prints_a_value(
+    tmp_path: Path, memory: MemoryKeyring, choice: list[str]
+) -> None:
+    code, out, _ = import_(client_home(tmp_path), "--dry-run", *choice, "-o", str(tmp_path / "p.json"))
+    assert code == 0 and not memory.values and not (tmp_path / "p.json").exists()
+    for value in (GH_TOKEN, SLACK, DOCS_KEY):
+        assert value not in out
+    if choice[-1:] == ["keep"]:
+        assert '"GITHUB_TOKEN": "***"' in out
+    else:
+        assert "Would move into the keyring: github env GITHUB_TOKEN as ${secret:github.GITHUB_TOKEN}" in out
+        assert '"GITHUB_TOKEN": "${secret:github.GITHUB_TOKEN}"' in out
+
+
+def test_import_moving_secrets_without_a_keyring_writes_nothing(tmp_path: Path, no_keyring: None) -> None:
+    code, _, err = import_(client_home(tmp_path), "-o", str(tmp_path / "p.json"), "--secrets", "keyring")
+    assert code == 2 and not (tmp_path / "p.json").exists()
+    assert "no keyring backend is available" in err and "${VAR}" in err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "moved"),
+    [
+        ("OPENAI_API_KEY", "sk-proj-0123456789abcdefghijklmn", True),
+        ("DB_PASSWORD", "hunter2hunter2", True),
+        ("LINEAR_ACCESS_TOKEN", "plain-opaque-value", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/home/u/key.json", False),
+        ("AWS_ACCESS_KEY_ID", "AKIAABCDEFGHIJKLMNOP", True),  # by its shape, though the name says id
+        ("KEYBOARD_LAYOUT", "dvorak-programmer", False),
+        ("USE_TOKEN", "true", False),
+        ("SERVER_URL", "https://x.example", False),
+        ("NOTE", "see xoxb-1234567890-abcdefghij here", True),
+    ],
+)
+def test_what_looks_like_a_secret_in_env(key: str, value: str, moved: bool) -> None:
+    found = secret_values.find([("s", {"env": {key: value}})])
+    assert bool(found) is moved, found

@@ -6,6 +6,12 @@ config (default ``places.default_config()``; never over a file without ``--force
 after a backup) and loads it back with ``config.load_config`` before saying it is done. What it
 prints is for a person: a line per server (name, transport, where from), then what was merged,
 renamed, skipped or left out of an entry, then the file written and what to run next.
+
+Values that look like secrets (``clients.secret_values``: tokens and keys in ``env``, ``headers``
+and ``args``) can move into the OS keyring, leaving ``${secret:NAME}`` in the file: on a terminal
+import asks; ``--secrets keyring`` moves them and ``--secrets keep`` leaves them, for scripts
+(which, saying neither, keep them and are told how to move them). ``--dry-run`` says what would
+move and prints ``${secret:NAME}`` (or ``***``, with ``keep``) in their place: never a value.
 Exit status: 0 written (or shown, with ``--dry-run``), 1 no server found, 2 a usage mistake or a
 file that cannot be read or written.
 """
@@ -25,6 +31,7 @@ if TYPE_CHECKING:
     from mcp_patchbay.clients.locations import Client, Environment, Place
     from mcp_patchbay.clients.merging import Server
     from mcp_patchbay.clients.reading import Survey
+    from mcp_patchbay.clients.secret_values import Candidate
 
 __all__ = ["run"]
 
@@ -56,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", metavar="PATH", help="write the config here instead")
     parser.add_argument("--dry-run", action="store_true", help="print the config instead of writing it")
     parser.add_argument("--force", action="store_true", help="replace an existing file (a backup is kept beside it)")
+    parser.add_argument(
+        "--secrets",
+        choices=("keyring", "keep"),
+        help="values that look like secrets (tokens, API keys in env, headers, args): 'keyring' moves them into "
+        "the OS keyring and writes ${secret:NAME} in their place; 'keep' leaves them in the file (default: ask "
+        "on a terminal, else keep)",
+    )
     parser.add_argument(
         "--project",
         metavar="DIR",
@@ -169,8 +183,78 @@ def _next_steps(servers: list[Server], target: Path, default: bool, out: TextIO)
     print(f"  {'':<{width}}  CLIENT: {', '.join(clients)} (where servers were found)", file=out)
 
 
-def main(argv: list[str], env: Environment, out: TextIO, err: TextIO) -> int:
-    """``import`` with the clients' files found from ``env``; the report on ``out``, problems on ``err``."""
+def _secrets(
+    servers: list[Server], args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
+) -> tuple[list[Candidate], bool] | None:
+    """The values to move into the keyring (stored already, unless ``--dry-run``), and whether
+    the rest that look like secrets are to be shown as ``***`` (a dry run keeping them); None:
+    stop, nothing written (``--secrets keyring`` with no keyring here)."""
+    from mcp_patchbay.clients.secret_values import find
+    from mcp_patchbay.config import secretstore
+
+    found = find((server.name, server.entry) for server in servers)
+    if not found:
+        return [], False
+    listed = "; ".join(f"{c.where} ({c.why})" for c in found)
+    choice: str | None = args.secrets
+    if choice is None and args.dry_run:
+        choice = "keyring"
+        print(f"Looks like secrets: {listed}. Import would offer to move them into the keyring.", file=out)
+    elif choice is None and stdin.isatty():
+        print(f"These values look like secrets: {listed}.", file=out)
+        try:
+            where = secretstore.backend_name()
+        except secretstore.KeyringUnavailable as exc:
+            print(
+                f"They stay in the file: {exc}; ${{VAR}} with an environment variable keeps them out of it.", file=out
+            )
+            return [], False
+        print(
+            f"Move them into the keyring ({where}) and write ${{secret:NAME}} in their place? [Y/n] ", end="", file=out
+        )
+        out.flush()
+        choice = "keep" if stdin.readline().strip().lower() in ("n", "no") else "keyring"
+    elif choice is None:
+        print(
+            f"Kept in the file: {listed}. Run import again with --secrets keyring to move them into the OS keyring.",
+            file=out,
+        )
+        return [], False
+    if choice == "keep":
+        return [], bool(args.dry_run)
+    if args.dry_run:
+        moves = "; ".join(f"{c.where} as {c.reference}" for c in found)
+        print(f"Would move into the keyring: {moves}.", file=out)
+        return found, False
+    try:
+        for candidate in {c.name: c for c in found}.values():
+            secretstore.write(candidate.name, candidate.value)
+    except secretstore.KeyringUnavailable as exc:
+        print(
+            f"mcp-patchbay import: nothing written: the secrets cannot be moved: {exc}. Use --secrets keep (and "
+            "${VAR} with environment variables, where no keyring exists).",
+            file=err,
+        )
+        return None
+    moved = "; ".join(f"{c.where} as {c.reference}" for c in found)
+    print(f"Moved into the keyring (service '{secretstore.SERVICE}'): {moved}.", file=out)
+    return found, False
+
+
+def _hide(servers: list[Server], found: list[Candidate], masked: bool) -> None:
+    """Put each moved value's reference in its entry; with ``masked``, ``***`` for every value
+    that looks like a secret (a dry run that keeps them: its output never shows one)."""
+    from mcp_patchbay.clients.secret_values import find, put_references
+
+    if masked:
+        found = find((server.name, server.entry) for server in servers)
+    for server in servers:
+        put_references(server.entry, [c for c in found if c.server == server.name], "***" if masked else None)
+
+
+def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+    """``import`` with the clients' files found from ``env``; the report on ``out``, problems on ``err``,
+    answers (whether to move secrets into the keyring) from ``stdin`` (default: ``sys.stdin``)."""
     from mcp_patchbay import places
     from mcp_patchbay.clients.files import backup, write_atomic
     from mcp_patchbay.clients.merging import merge
@@ -214,6 +298,12 @@ def main(argv: list[str], env: Environment, out: TextIO, err: TextIO) -> int:
     except ConfigError as exc:
         print(f"mcp-patchbay import: the config made is not valid; nothing written:\n{exc}", file=err)
         return EXIT_CONFIG
+    secrets = _secrets(servers, args, sys.stdin if stdin is None else stdin, out, err)
+    if secrets is None:
+        return EXIT_CONFIG
+    if secrets[0] or secrets[1]:
+        _hide(servers, *secrets)
+        text = config_text(servers)
     if args.dry_run:
         print(f"Dry run: this is what would be written to {target}; nothing was written.", file=out)
         out.write(text)

@@ -14,6 +14,8 @@ Windsurf, Gemini CLI and Codex. Modules, each owning one thing (one imports only
 - ``reading``: the servers in the clients' files, what was skipped, what could not be read.
 - ``merging``: every server once (identical entries merged, the same name with other content
   renamed), each with its ``origin``. Pure.
+- ``secret_values``: values in the entries that look like secrets (tokens, keys in ``env``,
+  ``headers``, ``args``) and the ``${secret:NAME}`` that ``import`` leaves in their place. Pure.
 - ``installing``: the edit ``install`` / ``uninstall`` make to a file's text. Pure.
 - ``files``: a timestamped backup, an atomic write, a file's digest.
 - ``records``: what each install did (``installs.json``), for ``uninstall``.
