@@ -12,9 +12,16 @@ Resource URIs are kept unchanged (tool results refer to them); when two servers
 offer the same URI, the server listed first in the config wins, so a URI's meaning
 never changes when a late upstream arrives.
 
-An upstream that lists a tool name twice keeps its first definition; that is logged, once
-per listing (the one side effect here: the same listing is built into every catalog until
-the server lists again, so it is told only when a new listing arrives).
+A server's entry may override its tools' and prompts' definitions (``overrides``): the
+catalog holds the changed ones (``CatalogTool.definition``, what the model sees everywhere),
+each renamed item answering to its upstream name too, and the mapper from the model's
+arguments to the upstream's (``CatalogTool.to_upstream``). An override that does not fit what
+the server listed is skipped and kept in ``Catalog.remarks``.
+
+An upstream that lists a tool name twice keeps its first definition, and a skipped override
+is told: each is logged once per listing (the side effects here: the same listing is built
+into every catalog until the server lists again, so it is told only when a new listing
+arrives, or the entry's overrides change).
 """
 
 from __future__ import annotations
@@ -24,13 +31,16 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_types as types
 
 from mcp_patchbay.arguments import ArgumentChecker
 from mcp_patchbay.config import RemoteSpec, StdioSpec, ToolFilter
-from mcp_patchbay.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.config.problems import key_path, quote
+from mcp_patchbay.naming import NameEntry, Resolver, build_names, sanitize
+from mcp_patchbay.overrides import ChangedTool, Remark, change_prompts, change_tools
 
 logger = logging.getLogger("mcp_patchbay.catalog")
 
@@ -40,6 +50,9 @@ DUPLICATES_NAMED = 5
 _TOLD: dict[str, object] = {}
 """Per server, the tool listing whose repeated names were last logged (kept by identity: a
 listing is one tuple until the server lists again). One entry per server name."""
+
+_TOLD_REMARKS: dict[str, tuple[object, object, object]] = {}
+"""Per server, the tool listing, prompt listing and entry whose skipped overrides were last logged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +85,9 @@ class CatalogTool:
     """The arguments the upstream expects from those the model sent, when they differ (an override's
     fixed values, defaults and renamed arguments); None: sent as they are."""
 
+    def name_entry(self) -> NameEntry:
+        return _name_entry(self.exposed, self.server, self.definition.name, self.upstream_name)
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogPrompt:
@@ -79,6 +95,14 @@ class CatalogPrompt:
     server: str
     upstream_name: str
     definition: types.Prompt
+
+    def name_entry(self) -> NameEntry:
+        return _name_entry(self.exposed, self.server, self.definition.name, self.upstream_name)
+
+
+def _name_entry(exposed: str, server: str, listed: str, upstream_name: str) -> NameEntry:
+    """An item as the resolver takes it: its listed name, and its upstream one when an override renamed it."""
+    return NameEntry(exposed, server, listed, (upstream_name,) if listed != upstream_name else ())
 
 
 CheckerCache = dict[tuple[str, str], tuple[str, ArgumentChecker]]
@@ -100,6 +124,8 @@ class Catalog:
     template_patterns: list[tuple[re.Pattern[str], str]] = field(
         default_factory=lambda: list[tuple[re.Pattern[str], str]]()
     )
+    remarks: list[Remark] = field(default_factory=lambda: list[Remark]())
+    """Overrides skipped because they do not fit what their server listed (``check`` names them)."""
 
     def tool_signature(self) -> list[str]:
         """What the client would see change: exposed definitions, serialised once per rebuild."""
@@ -113,57 +139,76 @@ def build_catalog(
     max_length: int,
     validate_arguments: bool,
     checkers: CheckerCache | None = None,
+    config_path: Path | None = None,
 ) -> Catalog:
-    """Merge the sources, in config order. ``checkers`` carries compiled validators between builds."""
+    """Merge the sources, in config order. ``checkers`` carries compiled validators between builds;
+    ``config_path`` names the file in the warning about a skipped override."""
     sources = list(sources)
     checkers = {} if checkers is None else checkers
     catalog = Catalog(separator=separator)
 
     tool_filters = {source.server: source.tool_filter for source in sources}
-    visible: list[tuple[str, types.Tool]] = []
+    visible: list[tuple[str, types.Tool, types.Tool]] = []  # (server, upstream's, as the model sees it)
     hidden: list[tuple[str, str]] = []
     unavailable: dict[str, str] = {}
+    mappers: dict[tuple[str, str], ChangedTool] = {}
+    prompt_pairs: list[tuple[str, types.Prompt, types.Prompt]] = []
     for source in sources:
         if source.unavailable is not None:
             unavailable[source.server] = source.unavailable
         seen: set[str] = set()
         repeated: dict[str, None] = {}
+        unique: list[types.Tool] = []
         for tool in sorted(source.tools, key=_name):  # stable: the first of a name twice still wins
             if tool.name in seen:
                 repeated[tool.name] = None  # an upstream listing a name twice: the first definition wins
                 continue
             seen.add(tool.name)
+            unique.append(tool)
+        _tell_repeated(source, tuple(repeated))
+        prompts = sorted(_unique(source.prompts), key=_name)
+        changed, changed_prompts, remarks = _overridden(source, unique, prompts)
+        for tool in unique:
             if source.tool_filter is None or source.tool_filter.permits(tool.name):
-                visible.append((source.server, tool))
+                change = changed.get(tool.name)
+                visible.append((source.server, tool, tool if change is None else change.definition))
+                if change is not None:
+                    mappers[(source.server, tool.name)] = change
             else:
                 hidden.append((source.server, tool.name))
-        _tell_repeated(source, tuple(repeated))
+        prompt_pairs.extend((source.server, p, changed_prompts.get(p.name, p)) for p in prompts)
+        remarks.extend(_over_budget(source.server, changed, separator, max_length))
+        _tell_remarks(source, remarks, config_path)
+        catalog.remarks.extend(remarks)
 
-    names = build_names(((s, t.name) for s, t in visible), separator=separator, max_length=max_length)
+    names = build_names(((s, shown.name) for s, _, shown in visible), separator=separator, max_length=max_length)
     entries: list[NameEntry] = []
     live_checkers: CheckerCache = {}
-    for server, tool in visible:
-        exposed = names[(server, tool.name)]
-        checker = _checker(server, tool, checkers, live_checkers) if validate_arguments else None
-        annotations = tool.annotations
+    for server, tool, shown in visible:
+        exposed = names[(server, shown.name)]
+        checker = _checker(server, shown, checkers, live_checkers) if validate_arguments else None
+        annotations = shown.annotations
         retry_safe = bool(annotations and (annotations.read_only_hint or annotations.idempotent_hint))
         tool_filter = tool_filters[server]
         listed = tool_filter is not None and tool_filter.always_listed(tool.name)
-        catalog.by_exposed[exposed] = CatalogTool(exposed, server, tool.name, tool, checker, retry_safe, listed)
-        catalog.tools.append(tool if exposed == tool.name else tool.model_copy(update={"name": exposed}))
-        entries.append(NameEntry(exposed=exposed, server=server, item=tool.name))
+        change = mappers.get((server, tool.name))
+        to_upstream = None if change is None else change.to_upstream
+        target = CatalogTool(exposed, server, tool.name, shown, checker, retry_safe, listed, to_upstream)
+        catalog.by_exposed[exposed] = target
+        catalog.tools.append(shown if exposed == shown.name else shown.model_copy(update={"name": exposed}))
+        entries.append(target.name_entry())
     checkers.clear()
     checkers.update(live_checkers)
     catalog.tool_resolver = Resolver(entries, separator=separator, hidden=hidden, unavailable=unavailable)
 
-    prompt_pairs = [(s.server, p) for s in sources for p in sorted(_unique(s.prompts), key=_name)]
-    prompt_names = build_names(((s, p.name) for s, p in prompt_pairs), separator=separator, max_length=max_length)
+    prompt_names = build_names(((s, p.name) for s, _, p in prompt_pairs), separator=separator, max_length=max_length)
     prompt_entries: list[NameEntry] = []
-    for server, prompt in prompt_pairs:
-        exposed = prompt_names[(server, prompt.name)]
-        catalog.prompts_by_exposed[exposed] = CatalogPrompt(exposed, server, prompt.name, prompt)
-        catalog.prompts.append(prompt.model_copy(update={"name": exposed}))
-        prompt_entries.append(NameEntry(exposed=exposed, server=server, item=prompt.name))
+    for server, prompt, shown in prompt_pairs:
+        exposed = prompt_names[(server, shown.name)]
+        prompt_target = CatalogPrompt(exposed, server, prompt.name, shown)
+        catalog.prompts_by_exposed[exposed] = prompt_target
+        catalog.prompts.append(shown.model_copy(update={"name": exposed}))
+        prompt_entries.append(prompt_target.name_entry())
     catalog.prompt_resolver = Resolver(prompt_entries, separator=separator, unavailable=unavailable)
 
     for source in sources:
@@ -202,7 +247,7 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
         if access.permits(target.server, target.upstream_name):
             view.tools.append(tool)
             view.by_exposed[target.exposed] = target
-            entries.append(NameEntry(exposed=target.exposed, server=target.server, item=target.upstream_name))
+            entries.append(target.name_entry())
     everywhere: Mapping[str, str] = catalog.tool_resolver.unavailable if catalog.tool_resolver else {}
     unavailable = {server: why for server, why in everywhere.items() if access.permits_server(server)}
     view.tool_resolver = Resolver(entries, separator=catalog.separator, hidden=hidden, unavailable=unavailable)
@@ -211,7 +256,7 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
         if access.permits_server(target.server):
             view.prompts.append(prompt)
             view.prompts_by_exposed[target.exposed] = target
-            prompt_entries.append(NameEntry(exposed=target.exposed, server=target.server, item=target.upstream_name))
+            prompt_entries.append(target.name_entry())
     view.prompt_resolver = Resolver(prompt_entries, separator=catalog.separator, unavailable=unavailable)
     for resource in catalog.resources:
         owner = catalog.resource_owner[str(resource.uri)]
@@ -244,6 +289,50 @@ def _tell_repeated(source: Source, repeated: tuple[str, ...]) -> None:
         shown,
         more,
     )
+
+
+def _overridden(
+    source: Source, tools: Sequence[types.Tool], prompts: Sequence[types.Prompt]
+) -> tuple[dict[str, ChangedTool], dict[str, types.Prompt], list[Remark]]:
+    """The source's tools and prompts its entry overrides, changed, and the overrides that do not
+    fit. Only a server that has listed is judged (one still starting or signing in lists nothing
+    of its own yet)."""
+    spec = source.spec
+    if spec is None or source.unavailable is not None or not (spec.tools.overrides or spec.prompts.overrides):
+        return {}, {}, []
+    changed, remarks = change_tools(source.server, tools, spec.tools.overrides)
+    changed_prompts, prompt_remarks = change_prompts(source.server, prompts, spec.prompts.overrides)
+    return changed, changed_prompts, remarks + prompt_remarks
+
+
+def _over_budget(server: str, changed: Mapping[str, ChangedTool], separator: str, max_length: int) -> list[Remark]:
+    """A new name too long for the name budget is still used, shortened as any name is: said."""
+    remarks: list[Remark] = []
+    for upstream_name, change in changed.items():
+        name = change.definition.name
+        whole = sanitize(server) + separator + name
+        if name != upstream_name and len(whole) > max_length:
+            sentence = (
+                f"{quote(whole)} is longer than the {max_length} characters an exposed name may have "
+                "(patchbay.max_name_length, less the client's prefix), so it is shortened with a hash; "
+                "choose a shorter name"
+            )
+            remarks.append(Remark(server, key_path(server, "tools", "overrides", upstream_name, "name"), sentence))
+    return remarks
+
+
+def _tell_remarks(source: Source, remarks: Sequence[Remark], config_path: Path | None) -> None:
+    """Skipped overrides, logged once per listing (and again when the entry changes)."""
+    if not remarks:
+        _TOLD_REMARKS.pop(source.server, None)
+        return
+    told = _TOLD_REMARKS.get(source.server)
+    if told is not None and told[0] is source.tools and told[1] is source.prompts and told[2] == source.spec:
+        return
+    _TOLD_REMARKS[source.server] = (source.tools, source.prompts, source.spec)
+    where = str(config_path) if config_path is not None else "the config file"
+    for remark in remarks:
+        logger.warning("override skipped in %s: %s", where, remark)
 
 
 def _name(item: types.Tool | types.Prompt) -> str:

@@ -39,6 +39,10 @@ Resolving a called name (``Resolver.resolve``)
     5. unshortened: the called name is the full raw or sanitized ``server<sep>item`` of an
        item whose exposed name differs from it (shortened, sanitized or hash-suffixed).
 
+    An entry's ``aliases`` (an item's name before an override renamed it) take part in rules
+    1, 3 and 5 as its item name does, so ``github__create_issue`` still resolves to the tool
+    now exposed as ``github__new_issue``; suggestions only ever use the item name.
+
     Hidden items (filtered out by allow/deny lists) take part in the matching so that a
     loose rule never runs a visible tool in place of a hidden one; a name that matches
     only hidden items is "hidden", never suggested. When nothing matches and the server
@@ -204,6 +208,9 @@ class NameEntry:
     exposed: str
     server: str
     item: str
+    aliases: tuple[str, ...] = ()
+    """Other item names that resolve to this entry as a mistaken name would (by every rule but
+    the exact one), never suggested: the upstream's own name of an item an override renamed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,22 +300,26 @@ class Resolver:
         self._server_available: list[bool] = []
 
         for number, target in enumerate(self._targets):
-            server, item = target.server, target.item
-            raw_full = server + separator + item
-            sanitized_full = sanitize(server) + separator + sanitize(item)
-            keys = {normalize(raw_full), normalize(sanitized_full), normalize(server) + normalize(item)}
-            keys.add(normalize(sanitize(server)) + normalize(sanitize(item)))
+            server = target.server
+            keys: set[str] = set()
+            # An alias (the upstream's own name of a renamed item) is matched as the item's name is.
+            for item in (target.item, *(target.entry.aliases if target.entry is not None else ())):
+                raw_full = server + separator + item
+                sanitized_full = sanitize(server) + separator + sanitize(item)
+                keys |= {normalize(raw_full), normalize(sanitized_full), normalize(server) + normalize(item)}
+                keys.add(normalize(sanitize(server)) + normalize(sanitize(item)))
+                if target.entry is not None:
+                    for full in (raw_full, sanitized_full):
+                        if full != target.entry.exposed:
+                            self._unshortened.add(full, number)
+                self._bare_exact.add(item, number)
+                self._bare_normalized.add(normalize(item), number)
+                self._bare_normalized.add(normalize(sanitize(item)), number)
             if target.entry is not None:
                 keys.add(normalize(target.entry.exposed))
-                for full in (raw_full, sanitized_full):
-                    if full != target.entry.exposed:
-                        self._unshortened.add(full, number)
                 self._server_tools.setdefault(server, []).append(number)
             for key in sorted(keys):
                 self._normalized.add(key, number)
-            self._bare_exact.add(item, number)
-            self._bare_normalized.add(normalize(item), number)
-            self._bare_normalized.add(normalize(sanitize(item)), number)
             self._register_server(server)
         for server in self._unavailable:
             self._register_server(server)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final, Self, cast
+from typing import Any, ClassVar, Final, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -76,8 +76,23 @@ class _Strict(BaseModel, frozen=True):
             raise ValueError("; ".join(unknown_key(key, known) for key in unknown))
         return data
 
+    _ALWAYS_SAID: ClassVar[frozenset[str]] = frozenset()
+    """Keys whose mere presence means something (a fixed ``null``), kept at their default value."""
+
+    def plain(self) -> dict[str, Any]:
+        """What the file says, as JSON values: a key left at its default is dropped (an empty
+        ``"arguments": {}`` says what no key says), unless its presence means something."""
+        said: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if (name in self._ALWAYS_SAID and name in self.model_fields_set) or value != field.get_default(
+                call_default_factory=True
+            ):
+                said[field.alias or name] = _plain(value)
+        return said
+
     def _said(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True, exclude_unset=True), sort_keys=True)
+        return json.dumps(self.plain(), sort_keys=True)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _Strict):
@@ -86,6 +101,14 @@ class _Strict(BaseModel, frozen=True):
 
     def __hash__(self) -> int:
         return hash((type(self), self._said()))
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, _Strict):
+        return value.plain()
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in cast("dict[str, object]", value).items()}
+    return value
 
 
 def _keys(data: object) -> list[object]:
@@ -103,6 +126,8 @@ _NAME_USE: Final = "letters, digits, '_' and '-'"
 
 class ArgumentOverride(_Strict, frozen=True):
     """One argument of a tool: ``{"value": X}``, or any of ``default``, ``description``, ``name``."""
+
+    _ALWAYS_SAID: ClassVar[frozenset[str]] = frozenset({"value", "default"})
 
     value: Any = None
     """Hidden from the model and always sent as this (any JSON, ``null`` included)."""
