@@ -333,3 +333,21 @@ def test_import_moving_secrets_without_a_keyring_writes_nothing(tmp_path: Path, 
 def test_what_looks_like_a_secret_in_env(key: str, value: str, moved: bool) -> None:
     found = secret_values.find([("s", {"env": {key: value}})])
     assert bool(found) is moved, found
+
+
+def test_an_oauth_client_secret_and_the_same_token_twice() -> None:
+    entry: dict[str, Any] = {
+        "url": "https://x.example/mcp",
+        "headers": {"Authorization": f"Bearer {GH_TOKEN}"},
+        "oauth": {"client_id": "app", "client_secret": "oauth-client-secret-1"},
+    }
+    other: dict[str, Any] = {"command": "x", "env": {"GH": GH_TOKEN}}
+    found = secret_values.find([("docs", entry), ("other", other)])
+    assert [(c.where, c.name) for c in found] == [
+        ("docs headers Authorization", "docs.Authorization"),
+        ("docs oauth client_secret", "docs.client_secret"),
+        ("other env GH", "docs.Authorization"),  # one value, one secret
+    ]
+    secret_values.put_references(entry, [c for c in found if c.server == "docs"])
+    assert entry["headers"] == {"Authorization": "Bearer ${secret:docs.Authorization}"}
+    assert entry["oauth"]["client_secret"] == "${secret:docs.client_secret}"

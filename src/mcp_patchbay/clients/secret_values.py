@@ -9,6 +9,7 @@
 - a header's value when the header names one (``Authorization``, ``Proxy-Authorization``,
   ``X-Api-Key``, anything with ``token``, ``key``, ``secret`` or ``auth`` in its name): the part
   after ``Bearer ``/``Basic ``/``token `` if it has one;
+- an ``oauth.client_secret`` (Claude Code's and Gemini CLI's ``clientSecret``);
 - anywhere in ``env`` values, header values and ``args``: a known token's shape (GitHub's
   ``ghp_``/``github_pat_``, OpenAI's and Anthropic's ``sk-``, Slack's ``xoxb-``, GitLab's
   ``glpat-``, AWS access key ids, Google API keys, npm, PyPI, Hugging Face, Stripe, Linear and
@@ -63,7 +64,7 @@ class Candidate:
 
     server: str
     place: tuple[str, str | int]
-    """``("env", KEY)``, ``("headers", NAME)`` or ``("args", INDEX)``."""
+    """``("env", KEY)``, ``("headers", NAME)``, ``("oauth", "client_secret")`` or ``("args", INDEX)``."""
     value: str
     """The secret itself: the part of the text that is moved."""
     name: str
@@ -133,6 +134,11 @@ def _found(server: str, entry: dict[str, Any]) -> Iterable[tuple[tuple[str, str 
                     continue
             for match in _TOKEN_SHAPES.finditer(text):
                 yield (kind, key), match.group(0), "it has a known token's shape"
+    oauth = entry.get("oauth")
+    if isinstance(oauth, dict):
+        secret = cast("dict[str, object]", oauth).get("client_secret")
+        if isinstance(secret, str) and secret and "${" not in secret:
+            yield ("oauth", "client_secret"), secret, "an OAuth client's secret"
     args = entry.get("args")
     if isinstance(args, list):
         for index, text in enumerate(cast("list[object]", args)):
