@@ -197,7 +197,7 @@ def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool =
     if isinstance(leaf, RefusedUrl):
         return UpstreamError(
             Code.AUTH_FAILED,
-            f"Signing in to server {where} was refused: its authorization server named a {leaf.what} the proxy "
+            f"Signing in to server {where} was refused: its authorization server named {leaf.article} the proxy "
             f"will not use ({leaf.reason}). Nothing was opened in the browser. Tell the user.",
             detail=leaf.detail,
             server=name,

@@ -125,9 +125,11 @@ class RefusedUrl(UpstreamError):
 
     def __init__(self, what: str, url: str, reason: str) -> None:
         self.what, self.reason = what, reason
+        self.article = f"{'an' if what[0] in 'aeiou' else 'a'} {what}"
+        """``what`` with its article: "an authorization endpoint"."""
         super().__init__(
             Code.AUTH_FAILED,
-            f"The server's sign-in names a {what} the proxy refuses to use ({reason}). Nothing was opened; "
+            f"The server's sign-in names {self.article} the proxy refuses to use ({reason}). Nothing was opened; "
             "tell the user.",
             detail=f"refused the {what} {shown(url)}: {reason}",
         )
