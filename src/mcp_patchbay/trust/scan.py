@@ -1,0 +1,494 @@
+"""The scan of what the model will read of a tool or prompt: pure, compiled once.
+
+    scanner = Scanner.default()                      # patterns.toml, compiled once per process
+    context = ScanContext.of({"mail": [defs...], "notes": [defs...]})   # once per catalog
+    findings = scanner.scan(definition, "tool", server="notes", context=context)
+    flagged = any(f.holds for f in findings)
+
+What is read: every string the model reads of a definition (its title, description,
+parameter and output descriptions and titles, enum values, defaults, examples, annotation
+titles; a prompt's argument descriptions), each joined on its own line, so a pattern never
+matches across two of them. What is found:
+
+- the data patterns of ``patterns.toml`` (instructions aimed at the model, secrecy, files
+  holding keys, secrets asked into arguments, fixed addresses to send to, shadowing language,
+  parameters asking for unrelated data): each an id, a regular expression and a sentence;
+- in code: hidden characters and direction controls (``text``), look-alike letters in a name
+  or mixed into words, a mention of another server's tool or of another server (which needs
+  the ``ScanContext``: the other servers' names and tools), a description far longer than the
+  catalog's (a note: length alone holds nothing).
+
+Measured by ``benchmarks/scan.py`` (the figures are in ``docs/TRUST.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import statistics
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal, cast
+
+from mcp_patchbay.trust.fingerprint import Definition, Kind
+from mcp_patchbay.trust.text import name_lookalikes, oddities, visible_text
+
+__all__ = ["Finding", "ScanContext", "Scanner", "Severity"]
+
+Severity = Literal["hold", "note"]
+PATTERNS_FILE = "patterns.toml"
+LONG_FLOOR = 1500
+"""A description is "far longer than the rest" past this many characters and ..."""
+LONG_FACTOR = 12
+"""... this many times the catalog's median description."""
+EXCERPT = 80
+"""The most characters of the matched text a finding quotes."""
+_FLAGS = re.MULTILINE
+"""Patterns are written in lower case and read lower-cased text: ``re.IGNORECASE`` costs three times as much."""
+_IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_.:/-]{4,}[a-z0-9]")
+"""Words that could name a tool (six characters or more: shorter names are never distinctive)."""
+_SPLIT = re.compile(r"__|[._:/-]")
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_MCP_PREFIX = re.compile(r"^(mcp[_.:/-]*)+")
+_GENERIC_PREFIXES = frozenset({"tool", "tools", "tool_", "function", "functions", "default_api", "api"})
+"""Prefixes a client or a model puts before a tool's name (``mcp_tool_``, ``functions.``)."""
+_SCHEMA_KEYWORDS = frozenset({"$schema", "$ref", "$id", "$anchor", "type", "format", "pattern", "required"})
+"""Keys whose strings are structure, not text for the model (still scanned for hidden characters)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason to look twice at a definition."""
+
+    id: str
+    """The pattern's or check's id (``patterns.toml``)."""
+    finding: str
+    """Its kind: instructions, secrecy, sensitive-file, exfiltration, shadowing, parameter, characters, length."""
+    where: str
+    """Which part of the definition: ``description``, ``parameter 'sidenote'``, ``name``, ..."""
+    excerpt: str
+    """What was found, as the model reads it (clipped)."""
+    explain: str
+    """One sentence for the person deciding."""
+    severity: Severity = "hold"
+
+    @property
+    def holds(self) -> bool:
+        """Flags the definition (held under ``patchbay.scan: "hold"``); a note only informs."""
+        return self.severity == "hold"
+
+    def sentence(self) -> str:
+        """The finding for a person: where, what it means, and the words found."""
+        quoted = f' ("{self.excerpt}")' if self.excerpt else ""
+        return f"{self.where}: {self.explain}{quoted}"
+
+    def as_json(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "finding": self.finding,
+            "where": self.where,
+            "excerpt": self.excerpt,
+            "explain": self.explain,
+            "severity": self.severity,
+        }
+
+    @classmethod
+    def from_json(cls, values: Mapping[str, Any]) -> Finding:
+        severity: Severity = "note" if values.get("severity") == "note" else "hold"
+        return cls(
+            *(str(values.get(key, "")) for key in ("id", "finding", "where", "excerpt", "explain")),
+            severity=severity,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    id: str
+    finding: str
+    scope: Literal["text", "parameter"]
+    branches: tuple[re.Pattern[str], ...]
+    """The match's top-level alternatives, compiled apart: ``re`` tries every alternative at
+    every position, while one word-led alternative jumps to its first letters (half the time)."""
+    unless: re.Pattern[str] | None
+    explain: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    explain: str
+    severity: Severity
+
+
+def _server_key(name: str) -> str:
+    return name.lower().replace("-", "_")
+
+
+def _distinctive(name: str) -> bool:
+    """A tool name specific enough that its mention in another server's text is no accident:
+    two words or more (``send_email``, ``sendEmail``) and six characters or more."""
+    return len(name) >= 6 and (any(c in name for c in "_-.") or any(c.isupper() for c in name[1:]))
+
+
+@dataclass(frozen=True)
+class ScanContext:
+    """What a definition is measured against: the other servers and the catalog's lengths."""
+
+    tools_by_name: Mapping[str, frozenset[str]] = field(default_factory=dict[str, frozenset[str]])
+    """A distinctive tool name (lower case) -> the servers that have it."""
+    own_names: Mapping[str, frozenset[str]] = field(default_factory=dict[str, frozenset[str]])
+    """Server -> its own tool and prompt names (lower case): never a mention of another's."""
+    specific: frozenset[str] = frozenset()
+    """Of those, the names of three words or more: specific enough when named bare."""
+    servers: frozenset[str] = frozenset()
+    """Every server's name, lower case, ``-`` as ``_``."""
+    server_phrase: re.Pattern[str] | None = None
+    long_limit: int = LONG_FLOOR
+
+    @classmethod
+    def of(cls, listings: Mapping[str, Sequence[Definition]]) -> ScanContext:
+        """From every server's definitions (tools and prompts), by server name."""
+        tools_by_name: dict[str, set[str]] = {}
+        specific: set[str] = set()
+        own: dict[str, frozenset[str]] = {}
+        lengths: list[int] = []
+        for server, definitions in listings.items():
+            names = {str(d.get("name", "")) for d in definitions}
+            own[server] = frozenset(name.lower() for name in names)
+            for name in names:
+                if _distinctive(name):
+                    tools_by_name.setdefault(name.lower(), set()).add(server)
+                    if len(_NAME_WORDS.findall(name)) >= 3:
+                        specific.add(name.lower())
+            lengths.extend(len(str(d.get("description") or "")) for d in definitions)
+        servers = frozenset(_server_key(server) for server in listings)
+        phrase = None
+        if servers:
+            spelled = sorted({re.escape(s).replace("_", "[_ -]?") for s in servers if len(s) >= 3}, key=len)
+            if spelled:
+                alternatives = "|".join(reversed(spelled))
+                phrase = re.compile(
+                    rf"\b({alternatives})\s+(?:mcp|server'?s tools?)\b|\bmcp[_-]({alternatives})\b",
+                    _FLAGS,
+                )
+        median = statistics.median(lengths) if lengths else 0
+        return cls(
+            tools_by_name={name: frozenset(owners) for name, owners in tools_by_name.items()},
+            own_names=own,
+            specific=frozenset(specific),
+            servers=servers,
+            server_phrase=phrase,
+            long_limit=max(LONG_FLOOR, int(LONG_FACTOR * median)),
+        )
+
+    def other_tool(self, token: str, server: str) -> str | None:
+        """The other server's tool an identifier in ``server``'s text names, if any: a specific
+        name whole (``create_pull_request_review``), or any name after a prefix that says whose
+        it is (``mail__send_email``, ``mcp_tool_send_email``): two-word names (``update_issue``)
+        are shared by too many servers to mean another one's when bare."""
+        own = self.own_names.get(server, frozenset())
+        if token in own:
+            return None
+        owners = self.tools_by_name.get(token)
+        if owners and server not in owners and token in self.specific:
+            return token
+        for split in _SPLIT.finditer(token):
+            tail = token[split.end() :]
+            if tail in own:
+                return None
+            owners = self.tools_by_name.get(tail)
+            if not owners or server in owners:
+                continue
+            head = _MCP_PREFIX.sub("", token[: split.start()])
+            if not head or head in _GENERIC_PREFIXES or _server_key(head) in {_server_key(o) for o in owners}:
+                return tail
+        return None
+
+    def other_server_prefix(self, token: str, server: str) -> str | None:
+        """Another server named as the prefix of an exposed name (``mail__send``)."""
+        head, sep, _ = token.partition("__")
+        key = _server_key(head)
+        return key if sep and key in self.servers and key != _server_key(server) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    where: str
+    text: str
+    scope: Literal["name", "name-parameter", "text", "parameter"]
+    """``name-parameter``: a parameter's name, read by the ``parameter`` patterns only."""
+
+
+class Scanner:
+    """The compiled patterns and checks; ``scan`` is pure and thread-safe."""
+
+    def __init__(self, patterns: Sequence[_Pattern], checks: Mapping[str, _Check]) -> None:
+        self.patterns = tuple(patterns)
+        self.checks = dict(checks)
+
+    @classmethod
+    @functools.cache
+    def default(cls) -> Scanner:
+        """The patterns shipped in the package (``patterns.toml``), read and compiled once."""
+        text = resources.files("mcp_patchbay.trust").joinpath(PATTERNS_FILE).read_text(encoding="utf-8")
+        return cls.from_toml(text)
+
+    @classmethod
+    def from_toml(cls, text: str) -> Scanner:
+        data = tomllib.loads(text)
+        patterns: list[_Pattern] = []
+        for raw in cast("list[dict[str, Any]]", data.get("pattern", [])):
+            scope = raw.get("scope", "text")
+            if scope not in ("text", "parameter"):
+                raise ValueError(f"pattern {raw.get('id')!r}: scope must be 'text' or 'parameter'")
+            unless = raw.get("unless")
+            patterns.append(
+                _Pattern(
+                    id=str(raw["id"]),
+                    finding=str(raw["finding"]),
+                    scope=scope,
+                    branches=_branches(str(raw["match"])),
+                    unless=re.compile(str(unless), _FLAGS) if unless else None,
+                    explain=str(raw["explain"]),
+                )
+            )
+        checks = {
+            str(key): _Check(str(value["explain"]), "note" if value.get("severity") == "note" else "hold")
+            for key, value in cast("dict[str, dict[str, Any]]", data.get("check", {})).items()
+        }
+        return cls(patterns, checks)
+
+    def scan(
+        self, definition: Definition, kind: Kind = "tool", *, server: str = "", context: ScanContext | None = None
+    ) -> tuple[Finding, ...]:
+        """Every finding in one definition, at most one per pattern or check (the first place found)."""
+        units = list(_units(definition, kind))
+        found: dict[str, Finding] = {}
+        self._characters(units, found)
+        joined = {scope: _joined([u for u in units if u.scope in scopes]) for scope, scopes in _SCOPES.items()}
+        for pattern in self.patterns:
+            if pattern.id in found:
+                continue
+            text, starts = joined[pattern.scope]
+            first = min(
+                (m for b in pattern.branches if (m := _first(b, pattern.unless, text))), key=_start, default=None
+            )
+            if first is not None:
+                where = starts[_line_of(starts, first.start())][1]
+                found[pattern.id] = Finding(pattern.id, pattern.finding, where, _clip(first[0]), pattern.explain)
+        if context is not None:
+            self._mentions(joined["text"][0], joined["text"][1], server, context, found)
+            description = str(definition.get("description") or "")
+            if len(description) > context.long_limit:
+                self._check(
+                    found,
+                    "long-description",
+                    "length",
+                    "description",
+                    f"{len(description):,} characters; most in this catalog have under {context.long_limit:,}",
+                )
+        return tuple(found.values())
+
+    def _check(self, found: dict[str, Finding], check: str, finding: str, where: str, excerpt: str) -> None:
+        if check in found:
+            return
+        info = self.checks.get(check) or _Check(check.replace("-", " "), "hold")
+        found[check] = Finding(check, finding, where, excerpt, info.explain, info.severity)
+
+    def _characters(self, units: Sequence[_Unit], found: dict[str, Finding]) -> None:
+        for unit in units:
+            if unit.text.isascii() or unit.scope == "name-parameter":
+                continue
+            if unit.scope == "name":
+                why = name_lookalikes(unit.text)
+                if why is not None:
+                    self._check(found, "lookalike-name", "characters", unit.where, why)
+            odd = oddities(unit.text)
+            if odd.bidi:
+                self._check(found, "direction-controls", "characters", unit.where, f"{odd.bidi} direction controls")
+            if odd.hidden > odd.bidi:
+                said = f'hidden text: "{_clip(odd.tags)}"' if odd.tags else f"{odd.hidden - odd.bidi} hidden characters"
+                self._check(found, "hidden-characters", "characters", unit.where, said)
+            if odd.mixed_words and unit.scope != "name":
+                self._check(found, "mixed-script", "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+
+    def _mentions(
+        self, text: str, starts: list[tuple[int, str]], server: str, context: ScanContext, found: dict[str, Finding]
+    ) -> None:
+        seen: set[str] = set()
+        for match in _IDENTIFIER.finditer(text):
+            token = match[0]
+            if token in seen:
+                continue
+            seen.add(token)
+            named = context.other_tool(token, server)
+            if named is not None:
+                owners = ", ".join(sorted(context.tools_by_name[named]))
+                where = starts[_line_of(starts, match.start())][1]
+                self._check(found, "other-server-tool", "shadowing", where, f"{named} (a tool of {owners})")
+            prefix = context.other_server_prefix(token, server)
+            if prefix is not None:
+                where = starts[_line_of(starts, match.start())][1]
+                self._check(found, "other-server", "shadowing", where, token)
+        if context.server_phrase is not None:
+            own = _server_key(server).replace("_", "")
+            for match in context.server_phrase.finditer(text):
+                named = _server_key(match[1] or match[2] or "").replace(" ", "").replace("_", "")
+                if named != own:
+                    where = starts[_line_of(starts, match.start())][1]
+                    self._check(found, "other-server", "shadowing", where, _clip(match[0]))
+                    break
+
+
+_SCOPES: dict[str, tuple[str, ...]] = {"text": ("text", "parameter"), "parameter": ("parameter", "name-parameter")}
+
+
+def _units(definition: Definition, kind: Kind) -> Iterator[_Unit]:
+    name = str(definition.get("name", ""))
+    yield _Unit("name", name, "name")
+    for key in ("title", "description"):
+        value = definition.get(key)
+        if isinstance(value, str):
+            yield _Unit(key, value, "text")
+    if kind == "prompt":
+        for argument in cast("list[Any]", definition.get("arguments") or []):
+            if isinstance(argument, dict):
+                values = cast("dict[str, Any]", argument)
+                label = f"argument '{values.get('name', '')}'"
+                yield _Unit(label, str(values.get("name", "")), "name")
+                yield _Unit(label, str(values.get("name", "")), "name-parameter")
+                for key in ("title", "description"):
+                    if isinstance(values.get(key), str):
+                        yield _Unit(label, values[key], "parameter")
+        return
+    yield from _schema_units(definition.get("inputSchema"), "parameter", True)
+    yield from _schema_units(definition.get("outputSchema"), "output", False)
+    annotations = definition.get("annotations")
+    if isinstance(annotations, dict):
+        title = cast("dict[str, Any]", annotations).get("title")
+        if isinstance(title, str):
+            yield _Unit("annotations' title", title, "text")
+
+
+def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> Iterator[_Unit]:
+    """The strings of a JSON schema a model reads, with where each is; property names as names."""
+    if isinstance(schema, list):
+        for item in cast("list[Any]", schema):
+            yield from _schema_units(item, label, is_input, path)
+        return
+    if not isinstance(schema, dict):
+        if isinstance(schema, str) and schema:
+            yield _Unit(_where(label, path), schema, "text")
+        return
+    values = cast("dict[str, Any]", schema)
+    where = _where(label, path)
+    for key, value in values.items():
+        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+            for name, sub in cast("dict[str, Any]", value).items():
+                if key == "properties":
+                    yield _Unit(_where(label, name), name, "name")
+                    if is_input:
+                        yield _Unit(_where(label, name), name, "name-parameter")
+                yield from _schema_units(sub, label, is_input, name if key == "properties" else path)
+        elif key in ("description", "title") and isinstance(value, str):
+            yield _Unit(where, value, "parameter" if is_input and path else "text")
+        elif key in _SCHEMA_KEYWORDS:
+            if isinstance(value, str) and not value.isascii():
+                yield _Unit(where, value, "text")
+        else:
+            yield from _schema_units(value, label, is_input, path)
+
+
+def _where(label: str, path: str) -> str:
+    if not path:
+        return "input schema" if label == "parameter" else "output schema"
+    return f"{label} '{path}'"
+
+
+def _joined(units: Sequence[_Unit]) -> tuple[str, list[tuple[int, str]]]:
+    """The units' visible texts in lower case, one a line, with where each line starts (for ``where``)."""
+    parts: list[str] = []
+    starts: list[tuple[int, str]] = []
+    offset = 0
+    for unit in units:
+        for line in visible_text(unit.text).lower().split("\n"):
+            starts.append((offset, unit.where))
+            parts.append(line)
+            offset += len(line) + 1
+    return "\n".join(parts), starts or [(0, "")]
+
+
+def _line_of(starts: list[tuple[int, str]], position: int) -> int:
+    low, high = 0, len(starts) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if starts[middle][0] <= position:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
+    """``expression``'s top-level alternatives, each compiled (the whole, if it cannot be split)."""
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(expression):
+        char = expression[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = expression.index("]", i + 2 if expression[i + 1 : i + 2] in ("]", "^") else i + 1)
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(expression[start:i])
+            start = i + 1
+        i += 1
+    parts.append(expression[start:])
+    whole = re.compile(expression, _FLAGS)  # a mistake in the file is reported as the file has it
+    try:
+        return tuple(re.compile(part, _FLAGS) for part in parts)
+    except re.error:
+        return (whole,)
+
+
+def _start(match: re.Match[str]) -> int:
+    return match.start()
+
+
+def _first(branch: re.Pattern[str], unless: re.Pattern[str] | None, text: str) -> re.Match[str] | None:
+    for match in _word_matches(branch, text):
+        if unless is None or not unless.search(_sentence(text, match.start(), match.end())):
+            return match
+    return None
+
+
+def _word_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` that start a word (a match starting with a letter right after
+    another is inside a word: ``skip`` in ``autoskip``); the patterns need no leading ``\\b``,
+    which would make ``re`` try every position instead of jumping to its first letters."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        start = match.start()
+        if start > 0 and text[start].isalnum() and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            position = start + 1
+            continue
+        yield match
+        position = max(match.end(), start + 1)
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence (or line) around a match, for its ``unless``."""
+    before = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start))
+    after = [i for i in (text.find(". ", end), text.find("\n", end)) if i >= 0]
+    return text[before + 1 : min(after) if after else len(text)]
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT else text[: EXCERPT - 1] + "…"
