@@ -121,7 +121,7 @@ def timing(scanner: Scanner, size: int = TIMED_TOOLS) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.scan", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="benchmarks.scan", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--verbose", "-v", action="store_true", help="print every flag's sentences")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
