@@ -351,3 +351,12 @@ def test_an_oauth_client_secret_and_the_same_token_twice() -> None:
     secret_values.put_references(entry, [c for c in found if c.server == "docs"])
     assert entry["headers"] == {"Authorization": "Bearer ${secret:docs.Authorization}"}
     assert entry["oauth"]["client_secret"] == "${secret:docs.client_secret}"
+
+
+def test_import_on_a_terminal_without_a_keyring_keeps_them_and_names_the_alternative(
+    tmp_path: Path, no_keyring: None
+) -> None:
+    code, out, _ = import_(client_home(tmp_path), "-o", str(tmp_path / "p.json"), stdin=Tty("y\n"))
+    assert code == 0 and "They stay in the file: no keyring backend is available" in out and "${VAR}" in out
+    assert "Move them into the keyring" not in out  # not asked: there is nowhere to move them
+    assert GH_TOKEN in (tmp_path / "p.json").read_text()
