@@ -510,3 +510,33 @@ async def test_search_finds_the_renamed_tool_by_its_new_text_and_its_old_name() 
             first = found.structured_content["tools"][0]
             assert first["name"] == "github__browse_tickets", (query, found.structured_content)
             assert first["description"] == "Browse the support tickets of a product."
+
+
+# --- the docs ---------------------------------------------------------------------------------------
+
+
+def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text(encoding="utf-8")
+    example = page.split("## Overrides", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    config = parse_config(example, CFG, {})
+    assert all(entry.problem is None for entry in config.servers)
+    issue = _tool(input_schema={**copy.deepcopy(ISSUE_SCHEMA), "additionalProperties": True})
+    search = types.Tool(name="search_issues", input_schema={"type": "object", "properties": {"q": {"type": "string"}}})
+    now = types.Tool(
+        name="get_current_time",
+        input_schema={"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]},
+    )
+    tools = {"github": [issue, search], "time": [now]}
+    sources = [Source(e.name, tools=tools[e.name], tool_filter=e.spec.tools, spec=e.spec) for e in config.servers]  # type: ignore[union-attr]
+    catalog = build_catalog(sources, separator="__", max_length=48, validate_arguments=True)
+    assert catalog.remarks == []
+    assert sorted(catalog.by_exposed) == ["github__new_issue", "github__search_issues", "time__now"]
+    new_issue = catalog.by_exposed["github__new_issue"]
+    assert new_issue.to_upstream is not None
+    sent = new_issue.to_upstream({"title": "Crash", "text": "Steps: ..."})
+    assert sent == {"owner": "acme", "repo": "widgets", "title": "Crash", "body": "Steps: ..."}
+    assert catalog.by_exposed["github__search_issues"].retry_safe
+    time_now = catalog.by_exposed["time__now"]
+    assert time_now.definition.input_schema == {"type": "object", "properties": {}}  # no empty 'required'
+
+    assert time_now.to_upstream is not None and time_now.to_upstream(None) == {"timezone": "UTC"}

@@ -202,7 +202,12 @@ def _arguments(
     if isinstance(raw_properties, dict):
         changed["properties"] = {shown.get(k, k): v for k, v in properties.items() if k not in fixed}
     if isinstance(raw_required, list):
-        changed["required"] = list(dict.fromkeys(shown.get(r, r) for r in required if r not in hidden_or_optional))
+        # An empty list is left out: draft 4 (which a schema may still name) wants at least one name.
+        still = list(dict.fromkeys(shown.get(r, r) for r in required if r not in hidden_or_optional))
+        if still:
+            changed["required"] = still
+        else:
+            del changed["required"]
     return changed, _mapper(renames, defaults, fixed)
 
 
