@@ -50,7 +50,9 @@ Modules, by what they own:
   its resource and tool).
 - Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings,
   profiles, loading, ``${VAR}``, problem wording, self-reference), ``naming`` (exposed names and resolution),
-  ``catalog`` (the merged lists), ``arguments`` (inputSchema checks), ``name_errors`` (what
+  ``catalog`` (the merged lists), ``overrides`` (an entry's overrides applied to what its server
+  lists: the definitions the model sees, the arguments the upstream gets), ``arguments``
+  (inputSchema checks), ``name_errors`` (what
   the model is told of a name it got wrong), ``client_limits`` (what clients make of an
   exposed name, and its limit), ``availability`` (an upstream's state and what it says while
   it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``results``
