@@ -6,6 +6,9 @@
   raw tool-call lane (``rawcalls``); the process tree is stopped with the link.
 - ``http``: streamable HTTP and the older SSE transport, on the SDK's clients, with the
   HTTP status of a failed request tied to that request's error answer.
+- ``http_lane``: ``tools/call`` to a streamable HTTP upstream POSTed past the SDK's client
+  (the HTTP half of ``rawcalls``), on ``http1``: keep-alive HTTP/1.1 connections on asyncio
+  streams with httptools' parser.
 
 ``Upstream`` opens a link per connection through ``open_link``, or through a test's
 ``Connector`` (in-memory servers), and runs the SDK's ``ClientSession`` over it.

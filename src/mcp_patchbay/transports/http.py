@@ -45,6 +45,7 @@ from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import Code, refusal_data
 from mcp_patchbay.foreign_errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import Bounds, request_id_in
+from mcp_patchbay.transports.http_lane import HttpLane, lane_allowed
 from mcp_patchbay.transports.link import Link
 
 DRAIN_SECONDS = 0.25
@@ -208,12 +209,20 @@ def http_error_data(error: types.ErrorData, status: int, retry_after: str | None
     return types.ErrorData(code=error.code, message=error.message, data=data)
 
 
-def streamable_http_link(
+@asynccontextmanager
+async def streamable_http_link(
     spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None, bounds: Bounds | None = None
-) -> AbstractAsyncContextManager[Link]:
+) -> AsyncGenerator[Link, None]:
+    """The SDK's streamable HTTP client, and beside it (``http_lane``) tool calls POSTed past it."""
     bounds = bounds or Bounds()
     statuses = HttpStatuses()  # one per connection: request ids start again with each
-    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook]}
+    lane: HttpLane | None = None
+
+    async def learn(response: httpx2.Response) -> None:
+        if lane is not None:
+            await lane.learn(response)
+
+    hooks: dict[str, list[Callable[[httpx2.Response], Awaitable[None]]]] = {"response": [statuses.hook, learn]}
     timeout = httpx2.Timeout(connect_timeout, read=300.0)
     client = httpx2.AsyncClient(
         headers=dict(spec.headers),
@@ -227,7 +236,36 @@ def streamable_http_link(
     def transform(message: SessionMessage | Exception) -> SessionMessage | Exception:
         return reword(statuses.stamp(message))
 
-    return _streams_link(_client_then_transport(client, spec.url, bounds), transform=transform)
+    transport = _client_then_transport(client, spec.url, bounds)
+    if not lane_allowed(spec.url):
+        async with _streams_link(transport, transform=transform) as link:
+            yield link
+        return
+
+    async def take(message: SessionMessage | Exception) -> bool:
+        return lane is not None and await lane.take_sdk(message)
+
+    def ended() -> None:
+        if lane is not None:
+            lane.close()
+
+    injected, to_session = anyio.create_memory_object_stream[SessionMessage](64)
+    async with injected, anyio.create_task_group() as tg:
+        async with _streams_link(transport, to_session, transform, take=take, ended=ended) as link:
+            lane = HttpLane(
+                spec.url,
+                spec.headers,
+                bounds,
+                connect_timeout,
+                send=link.write.send,
+                inject=injected.send,
+                spawn=tg.start_soon,
+            )
+            try:
+                yield Link(link.read, link.write, raw=lane)
+            finally:
+                lane.close()
+        tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -308,9 +346,13 @@ async def _streams_link(
     transport: AbstractAsyncContextManager[Any],
     answers: MemoryObjectReceiveStream[SessionMessage] | None = None,
     transform: Callable[[SessionMessage | Exception], SessionMessage | Exception] | None = None,
+    *,
+    take: Callable[[SessionMessage | Exception], Awaitable[bool]] | None = None,
+    ended: Callable[[], None] | None = None,
 ) -> AsyncGenerator[Link, None]:
     """A transport's streams as a link; ``answers`` are messages made up by the proxy, merged in;
-    ``transform`` sees every message the transport reads."""
+    ``transform`` sees every message the transport reads, then ``take`` (True: it was the raw
+    lane's, the session does not see it); ``ended`` is told when the transport's stream ends."""
     async with transport as (read, write):
         if answers is None and transform is None:
             yield Link(read, write)
@@ -322,9 +364,13 @@ async def _streams_link(
         async def from_transport() -> None:
             try:
                 async with send:
-                    async for message in read:
-                        await send.send(message if transform is None else transform(message))
+                    async for read_message in read:
+                        message = read_message if transform is None else transform(read_message)
+                        if take is None or not await take(message):
+                            await send.send(message)
             finally:
+                if ended is not None:
+                    ended()
                 made_up.cancel()  # the transport ended: so does the link, whatever the proxy had to add
 
         async def from_proxy() -> None:

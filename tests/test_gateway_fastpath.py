@@ -1,0 +1,282 @@
+"""The fast path and the SDK's path keep the same behaviours (issue 26).
+
+The gateway in process on a real uvicorn (as tests/test_gateway.py), in front of an SDK
+upstream served by a real uvicorn on loopback (``streamable_http_app``), so a call crosses
+both HTTP hops. Each test runs on both paths (``path``): ``fast``, where a ``tools/call``
+to the HTTP upstream takes the raw lane (``transports.http_lane``), and ``sdk``, where the
+lane is off and the SDK's client carries it. Upstream-side faults (HTTP statuses, expiry,
+an oversized answer) run through the stdio proxy in process (``proxy_rig``), against the
+HTTP fault server.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
+
+from mcp_patchbay.config import Config, parse_config
+from mcp_patchbay.gateway.app import Gateway
+from mcp_patchbay.transports import http_lane
+from mcp_patchbay.transports.http_lane import HttpLane
+from tests.e2e_util import proxy_rig
+from tests.harness import FakeTool, make_server, result_text, text
+from tests.servers.http_fault_server import HttpFaults, serving
+
+pytestmark = pytest.mark.anyio
+
+PATHS = ["fast", "sdk"]
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    chosen = cast(str, request.param)
+    monkeypatch.setattr(http_lane, "ENABLED", chosen == "fast")
+    return chosen
+
+
+class Remote:
+    """The upstream's tools, and what they saw."""
+
+    def __init__(self) -> None:
+        self.cancelled = anyio.Event()
+        self.hanging = anyio.Event()
+
+    def tools(self) -> dict[str, FakeTool]:
+        async def echo(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+            return text(str(args.get("text", "")))
+
+        async def work(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+            token = cast(dict[str, Any], ctx.meta).get("progress_token") if ctx.meta else None
+            for step in range(3):
+                if token is not None:
+                    await ctx.session.send_progress_notification(
+                        token, step + 1, 3, f"step {step + 1}", related_request_id=cast(str, ctx.request_id)
+                    )
+            return text("done")
+
+        async def ask(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+            answer = await ctx.session.create_message(  # pyright: ignore[reportDeprecated]
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+                max_tokens=5,
+                related_request_id=cast(str, ctx.request_id),
+            )
+            content = answer.content
+            return text(content.text if isinstance(content, types.TextContent) else "?")
+
+        async def hang(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+            self.hanging.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.cancelled.set()
+            raise AssertionError("unreachable")
+
+        async def big(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+            return text("x" * 300_000)
+
+        return {
+            name: FakeTool(fn)
+            for name, fn in (("echo", echo), ("work", work), ("ask", ask), ("hang", hang), ("big", big))
+        }
+
+
+def config_for(url: str, patchbay: dict[str, Any] | None = None) -> Config:
+    document: dict[str, Any] = {
+        "mcpServers": {"remote": {"type": "http", "url": url}},
+        "patchbay": {"watch": False, "timeout": 10, **(patchbay or {})},
+    }
+    return parse_config(json.dumps(document), Path("/virtual/patchbay.json").resolve(), environ={})
+
+
+@asynccontextmanager
+async def gateway_before(remote: Remote, patchbay: dict[str, Any] | None = None) -> AsyncGenerator[tuple[Gateway, str]]:
+    server = make_server("remote", remote.tools())
+    async with serving(server.streamable_http_app(host="127.0.0.1")) as upstream_base:
+        gateway = Gateway(config_for(f"{upstream_base}/mcp", patchbay), "127.0.0.1", 0)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                host, port = await tg.start(functools.partial(gateway.serve, signals=False))
+                await gateway.proxy.supervisor.wait_startup()
+                try:
+                    yield gateway, f"http://{host}:{port}"
+                finally:
+                    gateway.stop()
+
+
+@asynccontextmanager
+async def client(base: str, *, mode: str = "legacy", **kwargs: Any) -> AsyncGenerator[Client]:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(10.0)) as http:
+        transport = streamable_http_client(f"{base}/mcp", http_client=http)
+        async with Client(transport, mode=mode, cache=None, **kwargs) as connected:  # pyright: ignore[reportArgumentType]
+            yield connected
+
+
+def lane_of(gateway: Gateway) -> HttpLane | None:
+    raw = gateway.proxy.supervisor.upstreams["remote"]._raw  # pyright: ignore[reportPrivateUsage]
+    return raw if isinstance(raw, HttpLane) else None
+
+
+def assert_path(gateway: Gateway, path: str, served: int) -> None:
+    lane = lane_of(gateway)
+    if path == "sdk":
+        assert lane is None
+        return
+    assert lane is not None
+    assert lane.served == served
+    assert lane.fell_back == 0
+
+
+# --- the upstream side: the raw lane to an HTTP upstream ---------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_calls_of_both_eras_on_one_kept_connection(path: str, mode: str) -> None:
+    async with gateway_before(Remote()) as (gateway, base), client(base, mode=mode) as c:
+        for n in range(5):
+            assert result_text(await c.call_tool("remote__echo", {"text": f"hi {n}"})) == f"hi {n}"
+        assert_path(gateway, path, 5)
+        lane = lane_of(gateway)
+        if lane is not None:
+            assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage] - keep-alive: one connection
+
+
+async def test_progress_reaches_the_caller(path: str) -> None:
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with gateway_before(Remote()) as (gateway, base), client(base) as c:
+        result = await c.call_tool("remote__work", {}, progress_callback=on_progress)
+        assert result_text(result) == "done"
+        assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
+        assert_path(gateway, path, 1)
+
+
+async def test_sampling_mid_call_reaches_the_calling_session(path: str) -> None:
+    asked: list[str] = []
+
+    def sampler(name: str) -> Any:
+        async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            asked.append(name)
+            content = types.TextContent(type="text", text=f"from {name}")
+            return types.CreateMessageResult(role="assistant", content=content, model="m")
+
+        return sampling
+
+    async with gateway_before(Remote()) as (gateway, base):
+        async with client(base, sampling_callback=sampler("a")) as a, client(base, sampling_callback=sampler("b")) as b:
+            assert result_text(await a.call_tool("remote__ask", {})) == "from a"
+            assert result_text(await b.call_tool("remote__ask", {})) == "from b"
+        assert_path(gateway, path, 2)
+    assert asked == ["a", "b"]
+
+
+async def test_a_call_the_client_cancels_is_cancelled_upstream(path: str) -> None:
+    remote = Remote()
+    async with gateway_before(remote) as (gateway, base), client(base) as c:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(c.call_tool, "remote__hang", {})
+                await remote.hanging.wait()
+                tg.cancel_scope.cancel()  # the SDK's client sends notifications/cancelled
+            await remote.cancelled.wait()
+        assert result_text(await c.call_tool("remote__echo", {"text": "after"})) == "after"
+        if path == "fast":
+            lane = lane_of(gateway)
+            assert lane is not None and lane.served == 1
+
+
+async def test_an_answer_over_the_size_limit_fails_that_call_alone(path: str) -> None:
+    async with gateway_before(Remote(), {"max_message_bytes": 200_000}) as (gateway, base), client(base) as c:
+        refused = await c.call_tool("remote__big", {})
+        assert refused.is_error
+        assert "more data than the proxy accepts" in result_text(refused)
+        assert result_text(await c.call_tool("remote__echo", {"text": "still"})) == "still"
+        assert gateway.proxy.supervisor.upstreams["remote"].restarts == 0
+
+
+# --- upstream faults, through the stdio proxy (the same Upstream and link) ---------------------
+
+SETTINGS: dict[str, Any] = {
+    "restart_initial_delay": 0.1,
+    "restart_max_delay": 1.0,
+    "connect_timeout": 10,
+    "startup_wait": 10,
+    "timeout": 10,
+    "retry_attempts": 0,
+}
+
+
+@asynccontextmanager
+async def faulty(tmp: Path, faults: HttpFaults, **settings: Any) -> AsyncGenerator[Any]:
+    async with serving(faults) as url:
+        servers = {"fake": {"type": "http", "url": f"{url}/mcp"}}
+        async with proxy_rig(tmp, servers, {**SETTINGS, **settings}) as rig:
+            await rig.ready("fake")
+            yield rig
+
+
+def rig_lane(rig: Any) -> HttpLane | None:
+    raw = rig.upstream("fake")._raw
+    return raw if isinstance(raw, HttpLane) else None
+
+
+@pytest.mark.parametrize(("status", "code"), [(500, "SERVER_ERROR"), (503, "SERVER_ERROR"), (400, "PROTOCOL_ERROR")])
+async def test_an_error_status_is_its_code(tmp_path: Path, path: str, status: int, code: str) -> None:
+    faults = HttpFaults(statuses={"boom": (status, {})})
+    async with faulty(tmp_path, faults) as rig:
+        timed = await rig.call("fake__boom")
+        assert timed.result.is_error and timed.error["code"] == code
+        assert f"HTTP {status}" in result_text(timed.result)
+        assert '"tool": "echo"' in await rig.ok("fake__echo")
+        if path == "fast":
+            lane = rig_lane(rig)
+            assert lane is not None and lane.served == 2 and lane.fell_back == 0
+
+
+async def test_rate_limited_keeps_its_retry_after(tmp_path: Path, path: str) -> None:
+    faults = HttpFaults(statuses={"limited": (429, {"retry-after": "7"})})
+    async with faulty(tmp_path, faults) as rig:
+        timed = await rig.call("fake__limited")
+        assert timed.error["code"] == "RATE_LIMITED"
+        assert timed.error.get("retry_after_ms") == 7000
+
+
+async def test_the_server_s_own_json_rpc_error_is_kept(tmp_path: Path, path: str) -> None:
+    async with faulty(tmp_path, HttpFaults()) as rig:
+        timed = await rig.call("fake__boom")
+        assert timed.error["code"] == "SERVER_ERROR"
+        assert "database on fire" in result_text(timed.result)
+
+
+@pytest.mark.parametrize("body", ["none", "json"])
+async def test_an_expired_session_is_rebuilt_and_the_call_sent_again(tmp_path: Path, path: str, body: str) -> None:
+    faults = HttpFaults(expire={"expire"}, session_error_body=body == "json")
+    async with faulty(tmp_path, faults, retry_attempts=2, retry_backoff=0.01) as rig:
+        assert '"tool": "expire"' in await rig.ok("fake__expire", within=15)
+        assert faults.initializes() == 2
+
+
+async def test_credentials_refused_mid_session(tmp_path: Path, path: str) -> None:
+    faults = HttpFaults(statuses={"unauthorized": (401, {}), "forbidden": (403, {})})
+    async with faulty(tmp_path, faults) as rig:
+        for tool in ("unauthorized", "forbidden"):
+            timed = await rig.call(f"fake__{tool}")
+            assert timed.error["code"] == "AUTH_FAILED"
+        if path == "fast":
+            lane = rig_lane(rig)
+            assert lane is not None and lane.fell_back == 1  # the 401 went through the SDK's auth flow
+        assert faults.calls.get("unauthorized") is None
