@@ -64,9 +64,12 @@ Modules, by what they own:
   (credentials cut from every log line), ``throttle`` (log lines a peer can cause, at most
   so many a minute).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),
-  ``listing`` (reading what a server offers), ``transports/`` (``link``: what a
-  transport yields; ``stdio``: processes and their pipes; ``http``: streamable HTTP and
-  SSE), ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
+  ``connection_errors`` (what a failing connection says: a start too slow, a process that
+  exited, a connection lost, a malformed answer), ``on_demand`` (when a server runs: started
+  with the proxy or when first needed, stopped when idle), ``listing`` (reading what a server
+  offers), ``listing_cache`` (the lazy servers' last listings, kept in the data folder),
+  ``transports/`` (``link``: what a transport yields; ``stdio``: processes and their pipes;
+  ``http``: streamable HTTP and SSE), ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
   pydantic), ``sdk`` (the one adapter over the SDK's private attributes, and the gateway's
   session manager), ``spawn`` (processes started before the SDK import, their one owner, and
   the watchdog that stops them if the proxy is killed), ``command_lookup`` (the program a
@@ -80,8 +83,9 @@ Modules, by what they own:
 
 I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notifications``,
 ``rounds``, ``watch``, ``client_wire``, ``early_handshake``, ``lane``, ``client_channel``,
-``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``listing``, ``transports/``,
-``rawcalls``, ``sdk``, ``spawn``, ``start_memory`` (its file), ``oauth/`` (the browser, the
+``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``connection_errors`` (a dying
+process's exit), ``listing``, ``transports/``, ``rawcalls``, ``sdk``, ``spawn``,
+``start_memory`` and ``listing_cache`` (their files), ``oauth/`` (the browser, the
 loopback listener, the tokens' files) and ``clients/`` (``reading``, ``files``, ``records``,
 ``running``: other clients' files and processes); ``config.loading`` reads the one file.
 

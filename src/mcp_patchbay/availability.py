@@ -26,6 +26,14 @@ class State(enum.StrEnum):
     DISABLED = "disabled"
     INVALID = "invalid"
     STOPPED = "stopped"
+    NOT_STARTED = "not_started"
+    """A lazy server not started yet (``on_demand``): listed from its cached listing; a need starts it."""
+    IDLE = "stopped_idle"
+    """Stopped after ``idle_stop`` seconds idle: listed as it last listed; a need starts it again."""
+
+
+PARKED = frozenset({State.NOT_STARTED, State.IDLE})
+"""Not running, and healthy: started when a call, a read or a prompt needs it."""
 
 
 GIVE_UP = frozenset({Code.SPAWN_FAILED, Code.AUTH_FAILED})
@@ -53,6 +61,10 @@ def reason(upstream: Upstream) -> str:
         return ""
     if upstream.state is State.DISABLED:
         return "disabled in the config"
+    if upstream.state is State.NOT_STARTED:
+        return "not started yet: it starts when a call needs it"
+    if upstream.state is State.IDLE:
+        return "stopped while idle: it starts again when a call needs it"
     if upstream.state is State.INVALID:
         return f"config error: {upstream.entry.problem}"
     if upstream.state is State.SIGN_IN and upstream.gate is not None:  # the status resource is the model's to read
@@ -98,7 +110,7 @@ def unavailable_error(upstream: Upstream) -> PatchbayError:
         )
     if upstream.state is State.STOPPED:
         return UpstreamError(Code.SERVER_UNAVAILABLE, f"Server {where} was removed or stopped.", server=upstream.name)
-    verb = "is restarting" if upstream.state is State.RESTARTING else "is still starting"
+    verb = "is restarting" if upstream.state is State.RESTARTING else "is still starting"  # parked: being woken
     return NotDelivered(
         Code.SERVER_STARTING,
         f"Server {where} {verb}. Retry in a few seconds.",

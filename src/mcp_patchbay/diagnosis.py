@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Diagnosis", "diagnose", "of_upstream"]
 
+_OK = frozenset(s.value for s in (State.READY, State.DISABLED, State.NOT_STARTED, State.IDLE))
+
 MAX_PATH_SHOWN = 300
 """Characters of a search path shown before it is cut."""
 
@@ -51,14 +53,15 @@ class Diagnosis:
 
     @property
     def ok(self) -> bool:
-        return self.state in (State.READY.value, State.DISABLED.value)
+        """Serving, or not running by the config's choice (disabled, lazy not needed yet, stopped idle)."""
+        return self.state in _OK
 
     def line(self) -> str:
         return f"{self.label}: {self.why}" if self.why else self.label
 
     def text(self) -> str:
         """The whole of it in one line: why, then what next ("" when ready)."""
-        if self.state == State.READY.value:
+        if self.state in _OK and self.state != State.DISABLED.value:
             return ""
         return self.line() + (f"; {self.next}" if self.next else "")
 
@@ -104,6 +107,10 @@ def diagnose(
         return said("ready")
     if state is State.DISABLED:
         return said("disabled", 'its entry says "disabled": true')
+    if state is State.NOT_STARTED:
+        return said("not started", "it starts when needed (lazy), listed meanwhile as it last listed")
+    if state is State.IDLE:
+        return said("stopped idle", "it had nothing to do for its idle_stop; it starts again when needed")
     if state is State.INVALID:
         return said("config error", entry.problem, f'fix the entry "{name}"{where}, then run this again')
     if state is State.SIGN_IN:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp_types as types
@@ -26,6 +26,36 @@ class Listing:
     resources: tuple[types.Resource, ...] = ()
     templates: tuple[types.ResourceTemplate, ...] = ()
     prompts: tuple[types.Prompt, ...] = ()
+
+
+@dataclass
+class Rereads:
+    """Re-reads of an upstream's lists after it said one changed, a burst of such notices coalesced.
+
+    At most one re-read per kind is in flight and one more is owed: a notice that comes while
+    one runs only marks the list stale, and the running one reads it once more when it is done,
+    so the last change is always read. (The SDK runs every notice in a task of its own: 5,000
+    ``tools/list_changed`` made 5,000 ``tools/list`` requests.)
+    """
+
+    read: Callable[[str], Awaitable[None]]
+    """Re-reads one kind of list (``tools``, ``prompts``, ``resources``): ``Upstream.refresh``."""
+    _running: set[str] = field(default_factory=lambda: set[str]())
+    _stale: set[str] = field(default_factory=lambda: set[str]())
+
+    async def soon(self, what: str) -> None:
+        if what in self._running:
+            self._stale.add(what)
+            return
+        self._running.add(what)
+        try:
+            while True:
+                self._stale.discard(what)
+                await self.read(what)
+                if what not in self._stale:
+                    return
+        finally:
+            self._running.discard(what)
 
 
 async def read_listing(session: ClientSession, caps: types.ServerCapabilities, log: logging.Logger) -> Listing:
@@ -80,4 +110,4 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
         seen.add(cursor)
 
 
-__all__ = ["Listing", "read_listing", "reread"]
+__all__ = ["Listing", "Rereads", "read_listing", "reread"]

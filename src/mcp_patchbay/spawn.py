@@ -31,6 +31,9 @@ never npx's node) and no ``preexec_fn`` (not fork-safe, and it forbids the fast
 a Job Object with ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: the system kills the tree when
 the proxy's handle closes, which it does when the proxy dies.
 
+A server started when needed (``"start": "lazy"``, or ``patchbay.start``; ``on_demand``) is
+never started early nor prespawned: not starting it is the point.
+
 ``terminate_all`` sends SIGTERM to every tracked group at once: the proxy's first act on
 SIGTERM, SIGINT or the client's end, before the orderly stop (``stdio``) waits for them.
 
@@ -283,6 +286,12 @@ class Prespawned:
         discard(self._all)
 
 
+def starts_now(entry: SpawnEntry, default_start: str) -> bool:
+    """Whether a validated entry's server starts with the proxy: not lazy (its ``start``, else
+    ``patchbay.start``, ``default_start``). Only those are prespawned, or kept by ``settle``."""
+    return (getattr(entry.spec, "start", None) or default_start) != "lazy"
+
+
 def prespawn(
     entries: Iterable[SpawnEntry], started: dict[str, subprocess.Popen[bytes]] | None = None
 ) -> dict[str, subprocess.Popen[bytes]]:
@@ -331,10 +340,12 @@ def _object(value: object) -> dict[str, object] | None:
     return cast("dict[str, object]", value) if isinstance(value, dict) else None
 
 
-def _plain_stdio(value: object) -> Launch | None:
-    """The launch of an entry that needs nothing but JSON to start, else None."""
+def _plain_stdio(value: object, default_start: object = "eager") -> Launch | None:
+    """The launch of an entry that needs nothing but JSON to start, and starts now (not lazy), else None."""
     entry = _object(value)
     if entry is None or not set(entry) <= EARLY_KEYS or entry.get("disabled", False) is not False:
+        return None
+    if entry.get("start", default_start) != "eager":
         return None
     command, args, env = entry.get("command"), entry.get("args", []), _object(entry.get("env", {}))
     if entry.get("type", "stdio") != "stdio" or not isinstance(command, str) or not command.strip():
@@ -358,6 +369,7 @@ def early(path: str) -> dict[str, Early]:
         return {}  # the config check says what is wrong
     entries: dict[str, object] = {}
     seen: set[str] = set()
+    default_start = (_object((data or {}).get("patchbay")) or {}).get("start", "eager")
     for shape in ("mcpServers", "servers"):
         servers = _object((data or {}).get(shape))
         for name, entry in (servers or {}).items():
@@ -368,13 +380,13 @@ def early(path: str) -> dict[str, Early]:
             seen.add(name)
     started: dict[str, Early] = {}
     with _WATCHDOG.batch():
-        _start_early(entries, started)
+        _start_early(entries, started, default_start)
     return started
 
 
-def _start_early(entries: dict[str, object], started: dict[str, Early]) -> None:
+def _start_early(entries: dict[str, object], started: dict[str, Early], default_start: object) -> None:
     for name, entry in entries.items():
-        launch = _plain_stdio(entry)
+        launch = _plain_stdio(entry, default_start)
         if launch is None:
             continue
         command, args, env = launch

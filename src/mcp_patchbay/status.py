@@ -30,12 +30,15 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
 from mcp_patchbay.catalog import Permits
 from mcp_patchbay.errors import PatchbayError
+
+if TYPE_CHECKING:
+    from mcp_patchbay.upstream import Upstream
 
 STATUS_URI = "patchbay://status"
 """The status as a resource, always listed (readable even while servers start)."""
@@ -155,7 +158,23 @@ class StatusRegistry:
         else:
             unresolved = dict(self.unresolved_by.get(viewer.caller, {})) if viewer.caller is not None else {}
         recent = [shown for error in self.recent if (shown := _shown(error, viewer)) is not None]
-        return {"servers": servers, "unresolved_names": unresolved, "recent_errors": recent}
+        return {
+            "running": _running(servers),
+            "servers": servers,
+            "unresolved_names": unresolved,
+            "recent_errors": recent,
+        }
+
+
+def _running(servers: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """How many of the servers shown run now, and how many do not by the config's choice: lazy
+    and not needed yet (``not_started``), stopped after ``idle_stop`` (``stopped_idle``)."""
+    states = Counter(str(health.get("state")) for health in servers.values())
+    return {
+        "running": sum(1 for health in servers.values() if health.get("running")),
+        "not_started": states["not_started"],
+        "stopped_idle": states["stopped_idle"],
+    }
 
 
 def _shown(error: _Error, viewer: Viewer | None) -> dict[str, Any] | None:
@@ -173,6 +192,25 @@ def _shown(error: _Error, viewer: Viewer | None) -> dict[str, Any] | None:
     if server is not None and tool is not None and not viewer.access.permits(server, tool):
         shown["tool"] = None
     return shown
+
+
+def upstream_health(upstream: Upstream) -> dict[str, Any]:
+    """One server's health: its state (``not_started``: lazy, not needed yet; ``stopped_idle``:
+    stopped after ``idle_stop``), whether it runs now, when it starts (``eager``/``lazy``), its
+    tools, restarts, breaker and calls in flight."""
+    first = upstream.first_ready_after
+    return {
+        "state": upstream.state.value,
+        "running": upstream.running,
+        "start": "lazy" if upstream.demand.lazy else "eager",
+        "transport": upstream.transport,
+        "tools": len(upstream.listing.tools),
+        "restarts": upstream.restarts,
+        "reason": upstream.reason() or None,
+        "breaker": upstream.breaker.state.value,
+        "in_flight": upstream.bulkhead.in_flight,
+        "ready_after_ms": None if first is None else round(first * 1000),
+    }
 
 
 def visible(

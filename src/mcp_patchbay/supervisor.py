@@ -7,8 +7,13 @@ the change is passed on to the listeners, which tell the client.
 
 ``apply`` takes a new config while running: added servers start, removed ones stop,
 changed ones restart, unchanged ones are not touched; one whose entry changed only in its
-``tools`` filter keeps running with the new filter. A config narrowed to a profile
-(``--profile``) narrows each new file to the same profile.
+``tools`` filter, ``start`` or ``idle_stop`` keeps running with them (and ``patchbay.start`` and
+``patchbay.idle_stop`` apply at once too). A config narrowed to a profile (``--profile``)
+narrows each new file to the same profile.
+
+A lazy server (``on_demand``) is listed from its last listing (``listing_cache``) until a need
+starts it; one with no listing kept yet is started at once to learn it, and stopped. Each
+listing a lazy server gives is kept for the next start.
 """
 
 from __future__ import annotations
@@ -23,11 +28,23 @@ import anyio
 import anyio.abc
 
 from mcp_patchbay import arguments
-from mcp_patchbay.availability import State, sign_in_tool
+from mcp_patchbay.availability import PARKED, State, sign_in_tool
 from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.client_limits import name_budget
-from mcp_patchbay.config import Config, ConfigError, ServerEntry, ToolFilter, apply_profile
+from mcp_patchbay.config import (
+    Config,
+    ConfigError,
+    PromptOptions,
+    RemoteSpec,
+    ServerEntry,
+    Settings,
+    StdioSpec,
+    ToolFilter,
+    apply_profile,
+)
+from mcp_patchbay.listing_cache import ListingCache, launch_key
+from mcp_patchbay.on_demand import is_lazy
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
@@ -47,6 +64,10 @@ class Supervisor:
     connector: Connector | None = None
     prespawned: Prespawned = field(default_factory=Prespawned)
     """Processes started before the SDK was imported (``spawn.prespawn``), by server name."""
+    start_all: bool = False
+    """Start every server now, lazy or not, and stop none idle (``check``: it is a check)."""
+    listing_cache: ListingCache = field(default_factory=ListingCache)
+    """The lazy servers' last listings (``places.data_dir()``; read only when a server is lazy)."""
 
     upstreams: dict[str, Upstream] = field(default_factory=lambda: dict[str, Upstream]())
     catalog: Catalog = field(default_factory=Catalog)
@@ -88,6 +109,7 @@ class Supervisor:
         assert self._tg is not None
         if entry.problem is not None:
             logger.warning("server '%s' is not started: %s (in %s)", entry.name, entry.problem, self.config.path)
+        lazy = entry.spec is not None and not self.start_all and is_lazy(entry, self.config.settings)
         upstream = Upstream(
             entry,
             self.config.settings,
@@ -97,6 +119,8 @@ class Supervisor:
             connector=self.connector,
             prespawned=self.prespawned,
             config_path=self.config.path,
+            cached=self.listing_cache.get(entry.spec) if lazy and entry.spec is not None else None,
+            forced=self.start_all,
         )
         self.upstreams[entry.name] = upstream
         scope = anyio.CancelScope()
@@ -116,11 +140,13 @@ class Supervisor:
             await upstream.first_attempt_done.wait()
         self._all_started.set()
         ready = sum(1 for u in self.upstreams.values() if u.state is State.READY)
+        parked = sum(1 for u in self.upstreams.values() if u.state in PARKED)
         logger.info(
-            "startup complete in %.0f ms: %d of %d servers ready, %d tools",
+            "startup complete in %.0f ms: %d of %d servers ready, %d started when needed, %d tools",
             (time.monotonic() - self.started_at) * 1000,
             ready,
             len(self.upstreams),
+            parked,
             len(self.catalog.tools),
         )
         await anyio.to_thread.run_sync(arguments.preload)  # off the start's path, before the first call needs it
@@ -146,7 +172,18 @@ class Supervisor:
             for listener in self.ready_listeners:
                 listener(upstream)
         (self._ready.add if ready else self._ready.discard)(upstream.name)
+        if ready and upstream.demand.lazy:
+            self._keep_listing(upstream)
         self._rebuild()
+
+    def _keep_listing(self, upstream: Upstream) -> None:
+        """A lazy server listed: keep its listing for the next start, when it changed."""
+        known, spec = upstream.known(), upstream.spec
+        if spec is None or known == upstream.cached or self._tg is None:
+            return
+        upstream.cached = known
+        if self.listing_cache.put(upstream.name, self.config.path, spec, known):
+            self._tg.start_soon(self.listing_cache.flush)
 
     def _rebuild(self) -> None:
         sources: list[Source] = []
@@ -160,7 +197,7 @@ class Supervisor:
             listing = upstream.listing
             tools = listing.tools
             tool_filter = spec.tools if spec is not None else None
-            if upstream.state is not State.READY and not tools:
+            if upstream.state is not State.READY and upstream.state not in PARKED and not tools:
                 unavailable = upstream.reason()
                 if upstream.state is State.SIGN_IN:
                     # Listed whatever the filters say, so the model can start the sign-in the user wants;
@@ -207,8 +244,8 @@ class Supervisor:
 
     def apply(self, new: Config) -> None:
         """Switch to ``new``: start added servers, stop removed ones, restart changed ones
-        (a change of the ``tools`` filter alone restarts nothing). The whole file, when the
-        running config is narrowed to a profile, is narrowed to it first."""
+        (a change of the ``tools`` filter, ``start`` or ``idle_stop`` alone restarts nothing). The
+        whole file, when the running config is narrowed to a profile, is narrowed to it first."""
         if self.config.profile is not None and new.profile is None:
             try:
                 new = apply_profile(new, self.config.profile)
@@ -222,9 +259,9 @@ class Supervisor:
             self.config_problem = None
             for listener in self.listeners:
                 listener({"tools"})
-        if new.settings != self.config.settings:
-            logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
-            new = dataclasses.replace(new, settings=self.config.settings)
+        settings = _settings_now(self.config.settings, new.settings, new)
+        modes_changed = _modes(settings) != _modes(self.config.settings)
+        new = dataclasses.replace(new, settings=settings)
         self.config = new
         # A reload is the user saying "try again": servers that gave up (a missing command)
         # restart even when their entry did not change.
@@ -239,16 +276,28 @@ class Supervisor:
             and _same_but_tools(old[name], entry)
         }
         for name in refiltered:
-            logger.info("config: server '%s' serves other tools now (not restarted)", name)
-            self.upstreams[name].entry = fresh[name]
+            logger.info("config: server '%s' changed in what needs no restart (not restarted)", name)
         for name, entry in old.items():
             if (fresh.get(name) != entry and name not in refiltered) or name in failed:
                 self._stop(name)
+                self._forget_listing(entry, fresh.get(name))
         for name, entry in fresh.items():
             if (old.get(name) != entry and name not in refiltered) or name in failed:
                 logger.info("config: %s server '%s'", "restarting" if name in old else "adding", name)
                 self._start(entry)
+            elif name in refiltered or modes_changed:
+                upstream = self.upstreams[name]
+                upstream.reconfigure(entry, settings)
+                if upstream.state is State.READY and upstream.demand.lazy:
+                    self._keep_listing(upstream)
         self._rebuild()
+
+    def _forget_listing(self, old: ServerEntry, new: ServerEntry | None) -> None:
+        """A server's launch changed: the listing kept for the old one is dropped."""
+        if old.spec is None or new is None or new.spec is None or self._tg is None:
+            return
+        if launch_key(old.spec) != launch_key(new.spec) and self.listing_cache.drop(old.spec):
+            self._tg.start_soon(self.listing_cache.flush)
 
     def _stop(self, name: str) -> None:
         upstream = self.upstreams.pop(name, None)
@@ -261,9 +310,26 @@ class Supervisor:
 
 
 def _same_but_tools(old: ServerEntry, new: ServerEntry) -> bool:
-    """Two valid entries that differ in their ``tools`` filter at most: the same launch, the same
-    limits, so the running server serves the new filter without a restart."""
+    """Two valid entries that differ in their ``tools`` filter, ``prompts``, ``start`` and ``idle_stop`` at most:
+    the same launch, the same limits, so the running server takes them without a restart."""
     if old.spec is None or new.spec is None or old.name != new.name:
         return False
-    unfiltered = {"tools": ToolFilter()}
-    return old.spec.model_copy(update=unfiltered) == new.spec.model_copy(update=unfiltered)
+    unfiltered = {"tools": ToolFilter(), "prompts": PromptOptions()}
+    return _modeless(old.spec.model_copy(update=unfiltered)) == _modeless(new.spec.model_copy(update=unfiltered))
+
+
+def _modeless(spec: StdioSpec | RemoteSpec) -> StdioSpec | RemoteSpec:
+    return spec.model_copy(update={"start": None, "idle_stop": None})
+
+
+def _modes(settings: Settings) -> tuple[str, float | None]:
+    return settings.start, settings.idle_stop
+
+
+def _settings_now(running: Settings, read: Settings, new: Config) -> Settings:
+    """The settings a reload applies: ``start`` and ``idle_stop`` at once (they restart nothing),
+    every other one when the proxy restarts (a change is warned about)."""
+    applied = running.model_copy(update={"start": read.start, "idle_stop": read.idle_stop})
+    if applied != read:
+        logger.warning("proxy-wide settings changed in %s; they take effect on restart", new.path)
+    return applied

@@ -16,7 +16,8 @@ share one invariant (``_ready`` is set exactly while there is a session, and a f
 seen by a call ends only the connection it was sent on), which must be read in one place.
 What is separable lives apart: the links (``transports``), reading lists (``listing``),
 the way back to the client (``client_channel``), the state and what it says while the
-server cannot serve (``availability``).
+server cannot serve (``availability``), what a failing connection says
+(``connection_errors``), when it is needed and idle (``on_demand``), its health (``status``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -38,11 +39,14 @@ from mcp_patchbay import __version__, availability
 from mcp_patchbay.availability import GIVE_UP, SIGN_IN_TOOL, State
 from mcp_patchbay.client_channel import ClientChannel, session_callbacks
 from mcp_patchbay.config import RemoteSpec, ServerEntry, Settings, StdioSpec
+from mcp_patchbay.connection_errors import checked_result, connection_lost, exited_while_starting, start_timed_out
 from mcp_patchbay.deadlines import DeadlineSet, extending
-from mcp_patchbay.errors import Code, PatchbayError, SignedIn, UpstreamError
+from mcp_patchbay.errors import Code, PatchbayError, SignedIn
 from mcp_patchbay.foreign_errors import translate
 from mcp_patchbay.jsonrpc import Bounds
-from mcp_patchbay.listing import Listing, read_listing, reread
+from mcp_patchbay.listing import Listing, Rereads, read_listing, reread
+from mcp_patchbay.listing_cache import Cached
+from mcp_patchbay.on_demand import Demand
 from mcp_patchbay.policies import (
     Bulkhead,
     CircuitBreaker,
@@ -57,8 +61,9 @@ from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
 from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import Prespawned
+from mcp_patchbay.status import upstream_health
 from mcp_patchbay.transports import Connector, Link, open_link
-from mcp_patchbay.transports.stdio import ProcessWatch, stdio_link
+from mcp_patchbay.transports.stdio import stdio_link
 
 if TYPE_CHECKING:
     from mcp_patchbay.oauth.gate import SignInGate
@@ -82,6 +87,11 @@ class Upstream:
     the first connection takes it; restarts spawn anew."""
     config_path: Path | None = None
     """The config file, for the ``mcp-patchbay login`` command a sign-in message names."""
+    cached: Cached | None = None
+    """Its last listing, from ``listing_cache`` (a lazy server): served until it starts, and kept
+    up to date by the supervisor."""
+    forced: bool = False
+    """Started now, lazy or not, and never stopped idle (``check``)."""
 
     state: State = State.STARTING
     listing: Listing = field(default_factory=Listing)
@@ -101,10 +111,10 @@ class Upstream:
     _lost: anyio.Event = field(default_factory=anyio.Event)
     _stopping: bool = False
     _created: float = field(default_factory=time.monotonic)
-    _refreshing: set[str] = field(default_factory=lambda: set[str]())
-    """The kinds of list being re-read now (``refresh_soon``)."""
-    _stale: set[str] = field(default_factory=lambda: set[str]())
-    """The kinds of list that changed again while being re-read: read once more."""
+    _start_decided: anyio.Event = field(default_factory=anyio.Event)
+    """Unset while parked (``on_demand``) and until the start a need caused succeeds or fails."""
+    _idled: bool = False
+    """The connection was ended for being idle (``on_demand``): park, do not restart."""
     deadlines: DeadlineSet = field(default_factory=DeadlineSet)
     """This upstream's calls in flight, paused while a person answers its elicitation."""
     gate: SignInGate | None = None
@@ -121,6 +131,12 @@ class Upstream:
         self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown)
         self.bulkhead = Bulkhead(limit, queue=limit * 4, wait=settings.queue_timeout)
         self.restart_backoff = RestartBackoff(settings.restart_initial_delay, settings.restart_max_delay)
+        self.demand = Demand.of(self.entry, settings, forced=self.forced)
+        self._rereads = Rereads(self.refresh)
+        self._start_decided.set()
+        if self.cached is not None:
+            self.listing, self.capabilities = self.cached.listing, self.cached.capabilities
+            self.server_info, self.instructions = self.cached.server_info, self.cached.instructions
         self.chain: Handler = build_chain(
             self.send_call,
             breaker=self.breaker,
@@ -194,7 +210,8 @@ class Upstream:
         if call.tool == SIGN_IN_TOOL and self.gate is not None and self.state is State.SIGN_IN:
             return await self._sign_in_now(self.gate)
         try:
-            return await self._send_call(call)
+            with self.demand.using():
+                return await self._send_call(call)
         except SignedIn:
             if not signed_in_again:
                 raise
@@ -212,13 +229,24 @@ class Upstream:
         text = f"Signed in to server '{self.name}'. Its tools are listed now."
         return {"content": [{"type": "text", "text": text}]}
 
+    async def _session_for(self, timeout: float) -> ClientSession | None:
+        """The session to send on. A parked server (``on_demand``) is started for it, and one
+        starting (first start, or a start a need caused) is waited for, within ``timeout``;
+        ``connect_timeout`` bounds the start itself."""
+        if self._session is None:
+            if not self._start_decided.is_set():
+                self.demand.want()
+                decided = self._start_decided
+            elif not self.first_attempt_done.is_set():
+                decided = self.first_attempt_done
+            else:
+                return None
+            with anyio.move_on_after(max(0.0, timeout)):
+                await decided.wait()
+        return self._session
+
     async def _send_call(self, call: ToolCall) -> RawResult:
-        session = self._session
-        if session is None and not self.first_attempt_done.is_set():
-            # A call that arrives during startup waits for it, within its own deadline.
-            with anyio.move_on_after(call.deadline.remaining()):
-                await self.first_attempt_done.wait()
-            session = self._session
+        session = await self._session_for(call.deadline.remaining())
         if session is None:
             raise await self.unavailable(call.tool)
         raw = self._raw
@@ -245,35 +273,31 @@ class Upstream:
             if error.code is Code.AUTH_REQUIRED and self.gate is not None:
                 error = await self.gate.needed(call.tool)
             raise error from exc
-        if not _is_call_result(result):
-            raise UpstreamError(
-                Code.PROTOCOL_ERROR,
-                f"Server '{self.name}' answered with a malformed tool result. Retry once; if it persists, tell "
-                "the user.",
-                detail=f"result: {str(result)[:500]}",
-                server=self.name,
-                tool=call.tool,
-            )
-        return result
+        return checked_result(result, self.name, call.tool)
 
     async def request(
         self, request: types.ClientRequest, result_type: type[Any], *, what: str, timeout: float | None = None
     ) -> Any:
-        """Any other request (resources, prompts, completion): same error translation."""
-        session = self._session
-        if session is None:
-            raise await self.unavailable()
-        lost = self._lost
-        try:
-            with anyio.fail_after(timeout or self.settings.timeout):
-                return await session.send_request(request, result_type)
-        except TimeoutError as exc:
-            raise translate(exc, server=self.name, what=what) from exc
-        except Exception as exc:
-            error = self._failure(exc, None, lost)
-            if error.code is Code.AUTH_REQUIRED and self.gate is not None:
-                error = await self.gate.needed()
-            raise error from exc
+        """Any other request (resources, prompts, completion): same error translation. A parked
+        server is started for it (within ``connect_timeout``); a subscription keeps it running."""
+        with self.demand.using():
+            session = await self._session_for(self.settings.connect_timeout)
+            if session is None:
+                raise await self.unavailable()
+            lost = self._lost
+            try:
+                with anyio.fail_after(timeout or self.settings.timeout):
+                    result = await session.send_request(request, result_type)
+            except TimeoutError as exc:
+                raise translate(exc, server=self.name, what=what) from exc
+            except Exception as exc:
+                error = self._failure(exc, None, lost)
+                if error.code is Code.AUTH_REQUIRED and self.gate is not None:
+                    error = await self.gate.needed()
+                raise error from exc
+            if isinstance(request, types.SubscribeRequest | types.UnsubscribeRequest):
+                self.demand.subscribed(request.method, str(request.params.uri))
+            return result
 
     def _translate(self, exc: BaseException, tool: str | None = None) -> PatchbayError:
         """``foreign_errors.translate``, with a refusal judged by the sign-in gate where there is one."""
@@ -303,6 +327,9 @@ class Upstream:
             self.first_attempt_done.set()
             self.on_change(self)
             return
+        if self.cached is not None and self.demand.waits_to_start:
+            self._parked(State.NOT_STARTED)
+            await self._until_needed()
         if self.wait_for_client is not None:
             await self.wait_for_client()
         if self.gate is None:
@@ -326,10 +353,16 @@ class Upstream:
                     self._set_session(None)
                     self._lost = anyio.Event()
                     self.ready_since = None
+                    self.demand.subscriptions.clear()
                 if self._stopping:
                     return
-                if not self.first_attempt_done.is_set():
-                    self.first_attempt_done.set()
+                if self._idled:
+                    self._idled = False
+                    backoff.reset()
+                    await self._until_needed()
+                    continue
+                self.first_attempt_done.set()
+                self._start_decided.set()
                 if self.gate is not None and self.error is not None and self.error.code is Code.AUTH_REQUIRED:
                     await self._wait_for_sign_in(self.gate)
                     backoff.reset()
@@ -364,6 +397,44 @@ class Upstream:
         self.state = State.STARTING
         self.error = None
         self.on_change(self)
+
+    # --- started when needed, stopped when idle (on_demand) ---------------------------------
+
+    def _parked(self, state: State) -> None:
+        """Not running, healthy: the next need (``_session_for``) starts it."""
+        self.state = state
+        self._start_decided = anyio.Event()
+        self.demand.parked()
+        self.first_attempt_done.set()
+        self.on_change(self)
+
+    async def _until_needed(self) -> None:
+        await self.demand.until_wanted()
+        self.log.info("starting server '%s': a request needs it", self.name)
+        self.state = State.STARTING
+        self.on_change(self)
+
+    async def _stop_when_idle(self, lost: anyio.Event) -> None:
+        await self.demand.until_idle()
+        # No await from here to the end: a need that comes next finds no session and starts it again.
+        learned = self.demand.lazy and not self.demand.wanted
+        self.log.info("stopping server '%s': %s", self.name, "its list is learned" if learned else "idle")
+        self._idled = True
+        self._set_session(None)
+        self._parked(State.NOT_STARTED if learned else State.IDLE)
+        lost.set()
+
+    def reconfigure(self, entry: ServerEntry, settings: Settings) -> None:
+        """A reload changed only what needs no restart (its ``tools``, ``start``, ``idle_stop``):
+        a running server keeps running (``idle_stop`` may stop it), one made eager starts now."""
+        self.entry, self.settings = entry, settings
+        self.demand.configure(entry, settings)
+        if self._session is not None or not self.demand.lazy:
+            self.demand.want()
+
+    def known(self) -> Cached:
+        """What it listed and said at ``initialize``, as ``listing_cache`` keeps it."""
+        return Cached(self.listing, self.capabilities, self.server_info, self.instructions)
 
     def stop(self) -> None:
         if self.prespawned is not None:  # removed before its first connection
@@ -412,7 +483,9 @@ class Upstream:
                     self.capabilities = init.capabilities
                     listing = await read_listing(session, init.capabilities, self.log)
                 except Exception as exc:
-                    raise await self._startup_failure(exc, link.watch) from exc
+                    raise (
+                        await exited_while_starting(self.name, link.watch, self.log) or self._translate(exc)
+                    ) from exc
                 startup.deadline = math.inf
                 previous = self.listing
                 self.listing = listing
@@ -423,6 +496,7 @@ class Upstream:
                 if self.first_ready_after is None:
                     self.first_ready_after = self.ready_since - self._created
                 self.first_attempt_done.set()
+                self._start_decided.set()
                 self.log.info(
                     "server '%s' ready in %.0f ms: %d tools, %d resources, %d prompts%s",
                     self.name,
@@ -436,27 +510,16 @@ class Upstream:
                 async with anyio.create_task_group() as tg:
                     if link.closed is not None:
                         tg.start_soon(_set_when, link.closed, self._lost)
+                    tg.start_soon(self._stop_when_idle, self._lost)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
-                if not self._stopping:
+                if not self._stopping and not self._idled:
                     self._set_session(None)
                     self.state = State.RESTARTING
                     self.on_change(self)
-                    raise await self._lost_failure(link.watch)
+                    raise await connection_lost(self.name, link.watch, self.log)
         if startup.cancelled_caught:
-            watch = link.watch if link is not None else None
-            garbage = ""
-            if watch is not None and watch.garbage_lines:
-                garbage = (
-                    f" It wrote {watch.garbage_lines} line(s) to stdout that are not MCP messages (a server must "
-                    "write only JSON-RPC there)."
-                )
-            raise UpstreamError(
-                Code.TIMEOUT,
-                f"Server '{self.name}' did not finish starting within {self.settings.connect_timeout:g}s.{garbage}",
-                detail=watch.describe_exit() if watch is not None else None,
-                server=self.name,
-            )
+            raise start_timed_out(self.name, self.settings.connect_timeout, link.watch if link is not None else None)
 
     def _open_link(self, spec: StdioSpec | RemoteSpec) -> AbstractAsyncContextManager[Link]:
         if self.connector is not None:
@@ -472,52 +535,9 @@ class Upstream:
             return streamable_http_link(spec, self.settings.connect_timeout, auth, Bounds.of(self.settings))
         return open_link(self.name, spec, self.settings.connect_timeout, adopt, auth)
 
-    async def _startup_failure(self, exc: Exception, watch: ProcessWatch | None) -> PatchbayError:
-        if watch is not None and (watch.stdout_closed.is_set() or watch.exited.is_set()):
-            await _settle(watch)
-            code = f" with exit code {watch.returncode}" if watch.returncode is not None else ""
-            self.log.error("server '%s' exited during startup: %s", self.name, watch.describe_exit())
-            return UpstreamError(
-                Code.CONNECTION_FAILED,
-                f"Server '{self.name}' exited during startup{code}. Tell the user to run 'mcp-patchbay check' "
-                "and look at the proxy's log.",
-                detail=watch.describe_exit(),
-                server=self.name,
-            )
-        return self._translate(exc)
-
-    async def _lost_failure(self, watch: ProcessWatch | None) -> PatchbayError:
-        if watch is not None:
-            await _settle(watch)
-        detail = watch.describe_exit() if watch is not None else "connection lost"
-        self.log.error("server '%s' connection lost: %s", self.name, detail)
-        return UpstreamError(
-            Code.CONNECTION_LOST,
-            f"Server '{self.name}' stopped unexpectedly and is restarting. Retry in a few seconds.",
-            detail=detail,
-            server=self.name,
-        )
-
     async def refresh_soon(self, what: str) -> None:
-        """The upstream said a list changed: re-read it, coalescing a burst of such notices.
-
-        At most one re-read per kind is in flight and one more is owed: a notice that comes
-        while one runs only marks the list stale, and the running one reads it once more when
-        it is done, so the last change is always read. (The SDK runs every notice in a task
-        of its own: 5,000 ``tools/list_changed`` made 5,000 ``tools/list`` requests.)
-        """
-        if what in self._refreshing:
-            self._stale.add(what)
-            return
-        self._refreshing.add(what)
-        try:
-            while True:
-                self._stale.discard(what)
-                await self.refresh(what)
-                if what not in self._stale:
-                    return
-        finally:
-            self._refreshing.discard(what)
+        """The upstream said a list changed: re-read it, a burst of such notices coalesced (``listing.Rereads``)."""
+        await self._rereads.soon(what)
 
     async def refresh(self, what: str) -> None:
         """Re-read one list after the upstream said it changed."""
@@ -556,34 +576,14 @@ class Upstream:
             except Exception as exc:
                 self.log.debug("could not notify '%s': %s", self.name, exc)
 
+    @property
+    def running(self) -> bool:
+        """Connected now (for a stdio server: its process is up)."""
+        return self._session is not None
+
     def status(self) -> dict[str, Any]:
-        return {
-            "state": self.state.value,
-            "transport": self.transport,
-            "tools": len(self.listing.tools),
-            "restarts": self.restarts,
-            "reason": self.reason() or None,
-            "breaker": self.breaker.state.value,
-            "in_flight": self.bulkhead.in_flight,
-            "ready_after_ms": None if self.first_ready_after is None else round(self.first_ready_after * 1000),
-        }
-
-
-def _is_call_result(result: Any) -> bool:
-    """Enough shape to pass on: an object whose content, if any, is a list of objects."""
-    if not isinstance(result, dict):
-        return False
-    content = cast("dict[str, Any]", result).get("content", [])
-    if not isinstance(content, list):
-        return False
-    structured = cast("dict[str, Any]", result).get("structuredContent")
-    return structured is None or isinstance(structured, dict)
-
-
-async def _settle(watch: ProcessWatch) -> None:
-    """Give a dying process a moment, so its exit code and last words make the log."""
-    with anyio.move_on_after(1.0):
-        await watch.exited.wait()
+        """Its health as the status shows it (``status.upstream_health``)."""
+        return upstream_health(self)
 
 
 async def _set_when(source: anyio.Event, target: anyio.Event) -> None:

@@ -39,7 +39,7 @@ from mcp_patchbay.cli.options import (
     parse_options,
 )
 from mcp_patchbay.early_handshake import EarlyHandshake
-from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle
+from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle, starts_now
 
 # Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
 # upstreams: each millisecond before that is one more of the proxy's startup.
@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             config_problem = exc.summary()
             # A reload narrows the fixed file to the profile asked for (Supervisor.apply).
             config = Config(path=Path(path).absolute(), settings=Settings(), servers=(), profile=profile)
-        kept = settle(guessed, config.servers)
+        eager = [entry for entry in config.servers if starts_now(entry, config.settings.start)]
+        kept = settle(guessed, eager)
     finally:
         discard({name: item.process for name, item in guessed.items()})  # left only if the check failed
     # An entry with a mistake is said once, by the supervisor that leaves it unstarted (at the
@@ -145,8 +146,9 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
 
         warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
-    # their boot then runs beside ours. The handshake still waits for the client.
-    prespawned = Prespawned(prespawn(config.servers, kept))
+    # their boot then runs beside ours. The handshake still waits for the client. Not the lazy
+    # ones (on_demand): they start when needed.
+    prespawned = Prespawned(prespawn(eager, kept))
     try:
         with contextlib.suppress(KeyboardInterrupt):
             if options.http is not None:

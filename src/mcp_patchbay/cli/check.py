@@ -3,6 +3,10 @@ with what the client would list (``exposure``) and the tool names too long for a
 (``client_limits``). Exit status 1 when a server is not ready. With ``--profile`` the config is
 that profile's share (``config.profiles``): its servers, its tools, its listing cost.
 
+Lazy servers (``"start": "lazy"``) are started too: it is a check, and their listing is then
+kept (``listing_cache``), so the next start lists them without starting any. The report says
+which are lazy.
+
 The PROBLEM column is for the person who runs it (``diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
 (``problem``) and what the model is told (``reason``)."""
@@ -44,7 +48,7 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
     from mcp_patchbay.supervisor import Supervisor
     from mcp_patchbay.upstream import State
 
-    supervisor = Supervisor(config)
+    supervisor = Supervisor(config, start_all=True)
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     states: dict[str, State] = {}
@@ -68,6 +72,7 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             status["origin"] = upstream.entry.spec.origin if upstream.entry.spec is not None else None
             states[name] = upstream.state
             rows.append(status)
+        await supervisor.listing_cache.flush()  # the lazy servers' listings, for the next start
         tg.cancel_scope.cancel()
     failed = [name for name, state in states.items() if state not in (State.READY, State.DISABLED)]
     assumed = registered_as is None
@@ -99,6 +104,12 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             f"checked in {time.monotonic() - started:.1f}s ({config.path}"
             + (f", profile {config.profile!r})" if config.profile else ")")
         )
+        lazy = [r["name"] for r in rows if r["start"] == "lazy"]
+        if lazy:
+            print(
+                f"\nstarted when needed (lazy): {', '.join(lazy)}; started for this check, and their listing kept, "
+                "so the proxy lists them without starting them"
+            )
         origins = [(r["name"], r["origin"]) for r in rows if r["origin"]]
         if origins:
             print("\nwhere the servers came from (import):")
