@@ -4,19 +4,22 @@
 Each run gives a client a throwaway HOME, registers ``python -m mcp_patchbay CONFIG`` in it as
 ``patchbay`` (search mode, in front of ``scripted/upstream.py``'s ``notes`` server, one read-only
 tool and one destructive one, and ``archive``, whose command does not exist), points the client's
-model API at the stub, and runs one prompt headless. The stub's script (``SCRIPT``): search with
-find_tools, call_tool on the read-only tool, on a typo, on the broken server's tool, on the
-destructive tool, then the found read-only tool by its own name if the client lists it, then end.
-Every request body is recorded: its tool results are what the model was shown. The upstream
+model API at the stub, and runs one prompt headless. The stub's script (``SCRIPT``) does what
+find_tools' answer says: search, the read-only tool through the read route (``call_read``), a typo
+of it and the broken server's tool the same way, the destructive tool through the read route (a
+model that tries), then through ``call_tool``, then by its own name if the client lists it, then
+end. Every request body is recorded: its tool results are what the model was shown. The upstream
 records every call that ran, whatever a client showed.
 
-Three approval settings per client:
+Four approval settings per client (``APPROVALS``):
 
 - ``defaults``: the client's own, untouched.
-- ``approved``: the user has allowed the proxy's two tools as each client lets a user do it
-  ahead of time (Claude Code ``--allowedTools``, a Gemini CLI policy rule, a Codex per-tool
-  ``approval_mode``), as "always allow" would when asked.
-- ``confirm``: as ``approved``, with ``patchbay.confirm`` on.
+- ``approved``: the user has allowed the search tools that only read, find_tools and the read
+  route, as each client lets a user do it ahead of time (Claude Code ``--allowedTools``, a Gemini
+  CLI policy rule on ``readOnlyHint``, a Codex per-tool ``approval_mode``), as "always allow" would
+  when asked.
+- ``call_tool``: ``call_tool`` allowed too.
+- ``confirm``: as ``call_tool``, with ``patchbay.confirm`` on.
 
 ``OUTCOMES`` is what each client did at each step with each setting (these pinned versions).
 
@@ -50,6 +53,11 @@ from tests.e2e.scripted.openai import OpenAI
 from tests.e2e.scripted.upstream import DELETED_MARK, NOTE_MARK
 from tests.e2e_util import ROOT
 
+TYPO_MARK = "Did you mean"
+BROKEN_MARK = "could not start"
+NOT_READ_ONLY_MARK = "runs only tools that say they only read"
+DECLINED_MARK = "did not approve running"
+
 INSTALL_TIMEOUT = 300.0
 RUN_TIMEOUT = 90.0
 """One client run, startup to exit (they take 2 to 5 s here)."""
@@ -65,100 +73,62 @@ HOW_TO_RUN = (
     f"{SCRIPTED.relative_to(ROOT)}/package.json into {CLIENTS.relative_to(ROOT)}), {SKIP_VARIABLE} unset"
 )
 
-FIND, CALL = "patchbay__find_tools", "patchbay__call_tool"
+FIND, READ, CALL = "patchbay__find_tools", "patchbay__call_read", "patchbay__call_tool"
 PROMPT = "Tidy up my notes."
 SCRIPT = (
     Step("find", FIND, {"query": "read or delete notes"}),
-    Step("read", CALL, {"name": "notes__read_note", "arguments": {"title": "groceries"}}),
-    Step("typo", CALL, {"name": "notes__raed_note", "arguments": {"title": "groceries"}}),
-    Step("broken", CALL, {"name": "archive__search_archive", "arguments": {"query": "2019"}}),
+    Step("read", READ, {"name": "notes__read_note", "arguments": {"title": "groceries"}}),
+    Step("typo", READ, {"name": "notes__raed_note", "arguments": {"title": "groceries"}}),
+    Step("broken", READ, {"name": "archive__search_archive", "arguments": {"query": "2019"}}),
+    Step("sneak", READ, {"name": "notes__delete_notes", "arguments": {"folder": "work"}}),
     Step("destroy", CALL, {"name": "notes__delete_notes", "arguments": {"folder": "work"}}),
-    Step("listed", "notes__read_note", {"title": "groceries"}),
+    Step("listed", "notes__delete_notes", {"folder": "work"}),
     Step("end", text="Your notes are tidy."),
 )
-"""Each tool is found by how its name ends in the request's tools, as each client names it."""
+"""As find_tools' answer guides: the read-only tool, a typo of it and the broken server's tool
+through the read route; the destructive tool through the read route too (a model that tries), then
+through call_tool, then by its own name once the client lists it. Each tool is found by how its name
+ends in the request's tools, as each client names it."""
 STEPS = tuple(step.label for step in SCRIPT if step.tool is not None)
+APPROVALS = ("defaults", "approved", "call_tool", "confirm")
+"""``approved``: the user allowed find_tools and the read route; ``call_tool``: call_tool too;
+``confirm``: as ``call_tool``, with ``patchbay.confirm`` on."""
+ALLOWED = {"defaults": (), "approved": (FIND, READ), "call_tool": (FIND, READ, CALL), "confirm": (FIND, READ, CALL)}
 # What a step came to, in OUTCOMES: "ran": the upstream tool ran and the model saw its output
 # (find_tools: its answer); "answered": the proxy's own answer reached the model (a typo's suggestion,
-# a broken server's state); "declined": the user declined the proxy's question (patchbay.confirm);
-# "refused": the client answered the model itself; "not offered": the client did not list the step's
-# tool; "not reached": the turn had ended. "a|b": either, where the client's timing decides.
+# a broken server's state, the read route's refusal of a tool that may change things); "declined":
+# the user declined the proxy's question (patchbay.confirm); "refused": the client answered the model
+# itself; "not offered": the client did not list the step's tool; "not reached": the turn had ended.
+# "a|b": either, where the client's timing decides.
+_READING = {"find": "ran", "read": "ran", "typo": "answered", "broken": "answered", "sneak": "answered"}
+"""The steps through find_tools and the read route, where the client lets them run."""
 OUTCOMES: dict[tuple[str, str], dict[str, str]] = {
-    # Headless, Claude Code asks for every MCP tool the user has not allowed; with no one to
-    # answer it tells the model "Claude requested permissions to use ..., but you haven't granted it yet".
-    ("claude", "defaults"): {
-        "find": "refused",
-        "read": "refused",
-        "typo": "refused",
-        "broken": "refused",
-        "destroy": "refused",
-        "listed": "not offered",
-    },
-    # The tools found join its list (tools/list_changed) a request or two after find_tools' answer;
-    # not allowed, so refused ("not offered" if its refresh has not landed by the sixth request).
-    ("claude", "approved"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "ran",
-        "listed": "refused|not offered",
-    },
+    # Headless, Claude Code asks for every MCP tool the user has not allowed, read-only ones too; with
+    # no one to answer it tells the model "Claude requested permissions to use ..., but you haven't
+    # granted it yet".
+    ("claude", "defaults"): {**dict.fromkeys(STEPS[:-1], "refused"), "listed": "not offered"},
+    # The tools found join its list (tools/list_changed) a request or two after find_tools' answer,
+    # each approved on its own: the destructive one by its name is refused ("not offered" if the
+    # refresh has not landed by then).
+    ("claude", "approved"): {**_READING, "destroy": "refused", "listed": "refused|not offered"},
+    ("claude", "call_tool"): {**_READING, "destroy": "ran", "listed": "refused|not offered"},
     # It answers the proxy's elicitation itself, headless: declined.
-    ("claude", "confirm"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "declined",
-        "listed": "refused|not offered",
-    },
+    ("claude", "confirm"): {**_READING, "destroy": "declined", "listed": "refused|not offered"},
     # Headless, Gemini CLI's policy denies what it would ask about: MCP tools are not offered at all.
     ("gemini", "defaults"): {"find": "not offered", **dict.fromkeys(STEPS[1:], "not reached")},
+    # A rule allowing the proxy's read-only tools (by annotation): call_tool is not offered headless.
+    ("gemini", "approved"): {**_READING, "destroy": "not offered", "listed": "not reached"},
     # Tools added by tools/list_changed do not join the turn's declarations.
-    ("gemini", "approved"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "ran",
-        "listed": "not offered",
-    },
+    ("gemini", "call_tool"): {**_READING, "destroy": "ran", "listed": "not offered"},
     # It declares no elicitation: the proxy cannot ask, the user's approval of call_tool stands.
-    ("gemini", "confirm"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "ran",
-        "listed": "not offered",
-    },
-    # codex exec never asks: a tool runs only when annotated read-only. find_tools is; call_tool is
-    # not while a tool it reaches is not ("MCP tool call requires approval, but approval policy is never").
-    ("codex", "defaults"): {
-        "find": "ran",
-        "read": "refused",
-        "typo": "refused",
-        "broken": "refused",
-        "destroy": "refused",
-        "listed": "not offered",
-    },
-    ("codex", "approved"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "ran",
-        "listed": "not offered",
-    },
-    ("codex", "confirm"): {
-        "find": "ran",
-        "read": "ran",
-        "typo": "answered",
-        "broken": "answered",
-        "destroy": "declined",
-        "listed": "not offered",
-    },
+    ("gemini", "confirm"): {**_READING, "destroy": "ran", "listed": "not offered"},
+    # codex exec never asks: a tool runs only when annotated read-only (find_tools, the read route);
+    # call_tool says it may destroy ("MCP tool call requires approval, but approval policy is never").
+    # It does not re-list within a turn.
+    ("codex", "defaults"): {**_READING, "destroy": "refused", "listed": "not offered"},
+    ("codex", "approved"): {**_READING, "destroy": "refused", "listed": "not offered"},
+    ("codex", "call_tool"): {**_READING, "destroy": "ran", "listed": "not offered"},
+    ("codex", "confirm"): {**_READING, "destroy": "declined", "listed": "not offered"},
 }
 
 
@@ -280,20 +250,26 @@ class Run:
         result = self.results.get(label)
         if result is None:
             return "no result"
+        if DELETED_MARK in result.text:
+            return "ran"
         marks = {
             "find": ("notes__read_note", "ran"),
             "read": (NOTE_MARK, "ran"),
-            "listed": (NOTE_MARK, "ran"),
-            "typo": ("Did you mean", "answered"),
-            "broken": ("could not start", "answered"),
-            "destroy": (DELETED_MARK, "ran"),
+            "typo": (TYPO_MARK, "answered"),
+            "broken": (BROKEN_MARK, "answered"),
+            "sneak": (NOT_READ_ONLY_MARK, "answered"),
+            "destroy": (DECLINED_MARK, "declined"),
+            "listed": (DECLINED_MARK, "declined"),
         }
         mark, outcome = marks[label]
-        if mark in result.text:
-            return outcome
-        if label == "destroy" and "did not approve running" in result.text:
-            return "declined"
-        return "refused"
+        return outcome if mark in result.text else "refused"
+
+    def seen(self, mark: str) -> int:
+        """How many times ``mark`` is in what the model was last shown: the whole conversation of the
+        longest request, as sent (JSON), whatever part of it a client put the tool results in."""
+        turns = [e for e in self.model.conversation() if not e.waited]
+        longest = max(turns, key=lambda e: len(e.results), default=None)
+        return json.dumps(longest.body, ensure_ascii=False).count(mark) if longest is not None else 0
 
     def outcomes(self) -> dict[str, str]:
         return {label: self.outcome(label) for label in STEPS}
@@ -335,8 +311,8 @@ def _claude(installed: Installed, work: Path, url: str, approvals: str) -> Setup
     config.write_text(json.dumps({"mcpServers": {"patchbay": _proxy_entry(work)}}))
     argv = [str(installed.claude), "-p", PROMPT, "--mcp-config", str(config), "--strict-mcp-config"]
     argv += ["--output-format", "stream-json", "--verbose"]
-    if approvals != "defaults":
-        argv += ["--allowedTools", f"mcp__patchbay__{FIND},mcp__patchbay__{CALL}"]
+    if ALLOWED[approvals]:
+        argv += ["--allowedTools", ",".join(f"mcp__patchbay__{tool}" for tool in ALLOWED[approvals])]
     env = {
         "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": "scripted",
@@ -360,12 +336,14 @@ def _gemini(installed: Installed, work: Path, url: str, approvals: str) -> Setup
     }
     (settings_dir / "settings.json").write_text(json.dumps(settings))
     (settings_dir / "trustedFolders.json").write_text(json.dumps({str(work / "project"): "TRUST_FOLDER"}))
-    if approvals != "defaults":
-        # Gemini CLI warns that "__" in a rule's toolName is deprecated MCP syntax; the rule still applies.
-        rules = "".join(
-            f'[[rule]]\nmcpName = "patchbay"\ntoolName = "{tool}"\ndecision = "allow"\npriority = 100\n\n'
-            for tool in (FIND, CALL)
-        )
+    if ALLOWED[approvals]:
+        # The proxy's tools that only read, by their annotations (find_tools, the read route, and
+        # read-only tools listed by their own names); call_tool by name ("__" in a rule's toolName
+        # draws a warning that it is deprecated MCP syntax; the rule still applies).
+        rules = '[[rule]]\nmcpName = "patchbay"\ntoolName = "*"\ntoolAnnotations = { readOnlyHint = true }\n'
+        rules += 'decision = "allow"\npriority = 100\n\n'
+        if CALL in ALLOWED[approvals]:
+            rules += f'[[rule]]\nmcpName = "patchbay"\ntoolName = "{CALL}"\ndecision = "allow"\npriority = 100\n'
         (settings_dir / "policies").mkdir()
         (settings_dir / "policies" / "patchbay.toml").write_text(rules)
     return Setup(
@@ -393,8 +371,8 @@ def _codex(installed: Installed, work: Path, url: str, approvals: str) -> Setup:
         "[mcp_servers.patchbay.env]",
         *(f"{key} = {json.dumps(value)}" for key, value in entry["env"].items()),
     ]
-    if approvals != "defaults":
-        lines += [f"[mcp_servers.patchbay.tools.{CALL}]", 'approval_mode = "approve"']
+    for tool in ALLOWED[approvals]:
+        lines += [f"[mcp_servers.patchbay.tools.{tool}]", 'approval_mode = "approve"']
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n")
     argv = [str(installed.codex), "exec", "--json", "--skip-git-repo-check", PROMPT]
     return Setup(argv, {"CODEX_HOME": str(codex_home), "SCRIPTED_API_KEY": "scripted"})
@@ -504,58 +482,104 @@ def _structured(run: Run, label: str) -> dict[str, Any]:
     return json.loads(text)
 
 
+FIRST_GUIDED = {"claude": "approved", "gemini": "approved", "codex": "defaults"}
+"""The first setting, from the defaults on, under which each client runs find_tools."""
+READS_RUN = [
+    (client, approvals)
+    for client in CLIENT_NAMES
+    for approvals in APPROVALS
+    if approvals != "defaults" or client == "codex"
+]
+"""The runs where the read route may run: the approved ones, and Codex's defaults (it runs a tool
+annotated read-only without asking)."""
+
+
 @pytest.mark.parametrize("client", CLIENT_NAMES)
 def test_the_model_sees_how_to_call_what_find_tools_found(client: str, runs: Runs) -> None:
-    run = runs[client, "approved"]
+    run = runs[client, FIRST_GUIDED[client]]
     if client == "gemini":
         # Gemini CLI shows the text, as {"output": "<untrusted_context>\n...</untrusted_context>"}.
         shown = json.loads(run.text("find"))["output"]
-        assert f'Call one with {CALL} {{"name": "<name>", "arguments": {{...}}}}.' in shown, shown
-        assert "They also join your tool list" in shown, shown
-        assert "2. notes__read_note: Read one note" in shown, shown
-        assert '"required":["title"]' in shown, shown
+        assert f'via {READ} {{"name": "<name>", "arguments": {{...}}}} for a tool that only reads' in shown, shown
+        assert f'{CALL} {{"name": "<name>", "arguments": {{...}}}} for the others (the user may be asked)' in shown
+        assert f"notes__read_note [via {READ}]: Read one note" in shown, shown
+        assert f"notes__delete_notes [via {CALL}]: Delete every note" in shown, shown
+        assert '"required":["title"]' in shown and "They also join your tool list" in shown, shown
     else:
         answer = _structured(run, "find")
-        assert answer["next"].startswith(f'Call one with {CALL} {{"name": <its name>, "arguments": {{...}}}}'), answer
-        assert 'giving every argument in its "required"' in answer["next"], answer
+        told = answer["next"]
+        assert told.startswith('Call a tool with the tool its "via" names: '), answer
+        assert f'{READ} {{"name": <its name>, "arguments": {{...}}}} for a tool that only reads' in told, told
+        assert f'{CALL} {{"name": <its name>, "arguments": {{...}}}} for the others' in told, told
+        assert 'Give every argument in its "required"' in told, told
         found = {tool["name"]: tool for tool in answer["tools"]}
-        assert found["notes__read_note"]["required"] == ["title"], answer
-        assert found["notes__delete_notes"]["required"] == ["folder"], answer
+        assert (found["notes__read_note"]["via"], found["notes__read_note"]["required"]) == (READ, ["title"])
+        assert (found["notes__delete_notes"]["via"], found["notes__delete_notes"]["required"]) == (CALL, ["folder"])
 
 
-@pytest.mark.parametrize("client", CLIENT_NAMES)
-def test_a_read_only_tool_found_by_search_runs(client: str, runs: Runs) -> None:
-    run = runs[client, "approved"]
+@pytest.mark.parametrize(("client", "approvals"), READS_RUN)
+def test_a_read_only_tool_found_by_search_runs_through_the_read_route(client: str, runs: Runs, approvals: str) -> None:
+    run = runs[client, approvals]
+    assert run.results["read"].name.endswith(READ), run.describe()
     assert NOTE_MARK in run.text("read"), run.describe()
     assert {"tool": "read_note", "arguments": {"title": "groceries"}} in run.ran, run.describe()
 
 
-@pytest.mark.parametrize("client", CLIENT_NAMES)
-def test_a_typo_and_a_broken_server_get_the_proxy_s_answer_once(client: str, runs: Runs) -> None:
-    run = runs[client, "approved"]
+@pytest.mark.parametrize(("client", "approvals"), READS_RUN)
+def test_a_typo_and_a_broken_server_get_the_proxy_s_answer_once(client: str, runs: Runs, approvals: str) -> None:
+    run = runs[client, approvals]
     typo, broken = run.text("typo"), run.text("broken")
-    assert typo.count("Did you mean") == 1, run.describe()
-    assert "'notes__read_note'" in typo, typo
-    assert broken.count("could not start") == 1, run.describe()
-    assert "archive" in broken, broken
+    # Once in all the model was shown: no client repeats it (Gemini CLI gets text alone).
+    assert run.seen(TYPO_MARK) == 1 and run.seen(BROKEN_MARK) == 1, run.describe()
+    assert "'notes__read_note'" in typo and "archive" in broken, run.describe()
     if client == "codex":
         # Codex shows the structured content in place of the text, and no error flag.
         assert _structured(run, "typo")["error"]["code"] == "TOOL_NOT_FOUND", typo
         assert _structured(run, "broken")["error"]["code"] == "SERVER_UNAVAILABLE", broken
     else:
-        # Claude Code shows an error result's text (flagged is_error); Gemini CLI its text alone, as
-        # the proxy sends it no structured error to repeat.
+        # Claude Code shows an error result's text (flagged is_error); Gemini CLI its text alone.
         assert typo.count("Unknown tool 'notes__raed_note'") == 1 and "TOOL_NOT_FOUND" not in typo, typo
         assert "SERVER_UNAVAILABLE" not in broken, broken
     if client == "claude":
         assert run.results["typo"].is_error and run.results["broken"].is_error, run.describe()
 
 
+@pytest.mark.parametrize("approvals", ("defaults", "approved"))
 @pytest.mark.parametrize("client", CLIENT_NAMES)
-def test_default_approvals_do_not_run_the_destructive_tool(client: str, runs: Runs) -> None:
-    run = runs[client, "defaults"]
+def test_a_destructive_tool_is_not_run_without_the_user_s_say(client: str, approvals: str, runs: Runs) -> None:
+    """With the client's defaults, and with the search tools allowed (find_tools and the read
+    route): the read route refuses it (the proxy's answer, once), call_tool is the client's to ask
+    about (refused or not offered headless), and so is the tool by its own name."""
+    run = runs[client, approvals]
     assert not any(call["tool"] == "delete_notes" for call in run.ran), run.describe()
+    if OUTCOMES[client, approvals]["sneak"] == "answered":  # where the client lets the read route run
+        assert run.seen(NOT_READ_ONLY_MARK) == 1, run.describe()
+        assert f"call it with {CALL} instead" in run.text("sneak"), run.describe()
+    assert agrees(run.outcomes(), OUTCOMES[client, approvals]), run.describe()
+
+
+@pytest.mark.parametrize("client", CLIENT_NAMES)
+def test_default_approvals_are_measured(client: str, runs: Runs) -> None:
+    """Codex runs what says it only reads: find_tools and the read route, so a read-only tool found
+    by search runs and a typo and a broken server get the proxy's answer. Claude Code asks for every
+    MCP tool, read-only ones too (headless: refused, nothing reaches the proxy); Gemini CLI offers
+    no MCP tool headless unless a policy rule allows it."""
+    run = runs[client, "defaults"]
+    if client == "codex":
+        assert [name.rpartition(".")[2] for name in run.names()][:5] == [FIND, READ, READ, READ, READ]
+        assert run.ran == [{"tool": "read_note", "arguments": {"title": "groceries"}}], run.describe()
+    else:
+        assert run.ran == [], run.describe()
     assert agrees(run.outcomes(), OUTCOMES[client, "defaults"]), run.describe()
+
+
+@pytest.mark.parametrize("client", CLIENT_NAMES)
+def test_call_tool_allowed_reaches_what_may_destroy(client: str, runs: Runs) -> None:
+    """Allowing call_tool allows what it reaches (its annotations say it may destroy); the tool's
+    own name is still approved on its own where the client lists it (Claude Code: refused)."""
+    run = runs[client, "call_tool"]
+    assert {"tool": "delete_notes", "arguments": {"folder": "work"}} in run.ran, run.describe()
+    assert agrees(run.outcomes(), OUTCOMES[client, "call_tool"]), run.describe()
 
 
 @pytest.mark.parametrize("client", CLIENT_NAMES)
@@ -568,13 +592,3 @@ def test_confirm_asks_the_user_where_the_client_can(client: str, runs: Runs) -> 
         assert run.text("destroy").count("did not approve running 'notes__delete_notes'") == 1, run.describe()
     else:
         assert deleted, run.describe()
-
-
-@pytest.mark.parametrize("client", CLIENT_NAMES)
-def test_what_each_client_does_once_the_search_tools_are_approved(client: str, runs: Runs) -> None:
-    """The whole table: one approval of call_tool covers the destructive tool too (without
-    ``patchbay.confirm``), and which clients list the tools found under their own names."""
-    run = runs[client, "approved"]
-    assert agrees(run.outcomes(), OUTCOMES[client, "approved"]), run.describe()
-    names = run.names()
-    assert names[0].endswith(FIND) and all(n.endswith(CALL) for n in names[1:5]), names
