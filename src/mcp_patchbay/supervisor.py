@@ -35,7 +35,6 @@ from mcp_patchbay.client_limits import name_budget
 from mcp_patchbay.config import (
     Config,
     ConfigError,
-    PromptOptions,
     RemoteSpec,
     ServerEntry,
     Settings,
@@ -310,11 +309,11 @@ class Supervisor:
 
 
 def _same_but_tools(old: ServerEntry, new: ServerEntry) -> bool:
-    """Two valid entries that differ in their ``tools`` filter, ``prompts``, ``start`` and ``idle_stop`` at most:
+    """Two valid entries that differ in their ``tools`` filter, ``start`` and ``idle_stop`` at most:
     the same launch, the same limits, so the running server takes them without a restart."""
     if old.spec is None or new.spec is None or old.name != new.name:
         return False
-    unfiltered = {"tools": ToolFilter(), "prompts": PromptOptions()}
+    unfiltered = {"tools": ToolFilter()}
     return _modeless(old.spec.model_copy(update=unfiltered)) == _modeless(new.spec.model_copy(update=unfiltered))
 
 
