@@ -540,3 +540,34 @@ def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> 
     assert time_now.definition.input_schema == {"type": "object", "properties": {}}  # no empty 'required'
 
     assert time_now.to_upstream is not None and time_now.to_upstream(None) == {"timezone": "UTC"}
+
+
+def test_a_rebuild_for_the_same_listing_and_entry_does_not_apply_the_overrides_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mcp_patchbay.catalog as catalog_module
+
+    applied: list[str] = []
+    real = catalog_module.change_tools
+
+    def counting(server: str, *args: Any) -> Any:
+        applied.append(server)
+        return real(server, *args)
+
+    monkeypatch.setattr(catalog_module, "change_tools", counting)
+    config = parse({"cached": {"command": "gh", "tools": {"overrides": {"create_issue": OVERRIDE}}}})
+    entry = config.servers[0]
+    source = Source("cached", tools=(_tool(),), tool_filter=entry.spec.tools, spec=entry.spec)
+    for _ in range(3):
+        catalog = build_catalog([source], separator="__", max_length=48, validate_arguments=True)
+        assert list(catalog.by_exposed) == ["cached__new_issue"]
+    assert applied == ["cached"]
+    relisted = Source("cached", tools=(_tool(),), tool_filter=entry.spec.tools, spec=entry.spec)
+    build_catalog([relisted], separator="__", max_length=48, validate_arguments=True)
+    reloaded = parse({"cached": {"command": "gh", "tools": {"overrides": {"create_issue": {"name": "open"}}}}})
+    spec = reloaded.servers[0].spec
+    changed = Source("cached", tools=relisted.tools, tool_filter=spec.tools, spec=spec)
+    assert list(build_catalog([changed], separator="__", max_length=48, validate_arguments=True).by_exposed) == [
+        "cached__open"
+    ]
+    assert applied == ["cached"] * 3

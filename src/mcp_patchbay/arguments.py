@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
-__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "preload"]
+__all__ = ["MAX_PROBLEMS", "ArgumentChecker", "preload", "problems_once"]
 
 MAX_PROBLEMS = 5
 _MAX_LISTED = 10  # enum values or allowed parameter names shown before "..."
@@ -159,6 +159,19 @@ class ArgumentChecker:
         if not forbidden:
             return [((), "Arguments contain a value that is not allowed")]
         return [((name,), f"Parameter '{name}' is not allowed") for name in forbidden]
+
+
+def problems_once(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """``ArgumentChecker(schema).problems(arguments)`` for a schema checked once (an override's
+    fixed value): a valid instance costs only the fast validator, never the full checker's build."""
+    fast = _fast_validator(dict(schema))
+    if fast is not None:
+        try:
+            if fast.is_valid(dict(arguments)):
+                return []
+        except Exception:  # the full check decides
+            pass
+    return ArgumentChecker(schema).problems(arguments)
 
 
 def _fast_validator(schema: dict[str, Any]) -> Any:

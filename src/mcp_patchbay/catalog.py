@@ -54,6 +54,12 @@ listing is one tuple until the server lists again). One entry per server name.""
 _TOLD_REMARKS: dict[str, tuple[object, object, object]] = {}
 """Per server, the tool listing, prompt listing and entry whose skipped overrides were last logged."""
 
+_Overridden = tuple[dict[str, ChangedTool], dict[str, types.Prompt], list[Remark]]
+_CHANGED: dict[str, tuple[object, object, object, _Overridden]] = {}
+"""Per server, its listings and entry (by identity: each is one object until the server lists
+again or the file is reloaded) and what its overrides made of them: a rebuild for another
+server's change does not apply them again (checking a fixed value against a schema is not free)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -291,18 +297,23 @@ def _tell_repeated(source: Source, repeated: tuple[str, ...]) -> None:
     )
 
 
-def _overridden(
-    source: Source, tools: Sequence[types.Tool], prompts: Sequence[types.Prompt]
-) -> tuple[dict[str, ChangedTool], dict[str, types.Prompt], list[Remark]]:
+def _overridden(source: Source, tools: Sequence[types.Tool], prompts: Sequence[types.Prompt]) -> _Overridden:
     """The source's tools and prompts its entry overrides, changed, and the overrides that do not
     fit. Only a server that has listed is judged (one still starting or signing in lists nothing
     of its own yet)."""
     spec = source.spec
     if spec is None or source.unavailable is not None or not (spec.tools.overrides or spec.prompts.overrides):
+        _CHANGED.pop(source.server, None)
         return {}, {}, []
+    known = _CHANGED.get(source.server)
+    if known is not None and known[0] is source.tools and known[1] is source.prompts and known[2] is spec:
+        changed, changed_prompts, remarks = known[3]
+        return changed, changed_prompts, list(remarks)
     changed, remarks = change_tools(source.server, tools, spec.tools.overrides)
     changed_prompts, prompt_remarks = change_prompts(source.server, prompts, spec.prompts.overrides)
-    return changed, changed_prompts, remarks + prompt_remarks
+    made = (changed, changed_prompts, remarks + prompt_remarks)
+    _CHANGED[source.server] = (source.tools, source.prompts, spec, made)
+    return changed, changed_prompts, list(made[2])
 
 
 def _over_budget(server: str, changed: Mapping[str, ChangedTool], separator: str, max_length: int) -> list[Remark]:

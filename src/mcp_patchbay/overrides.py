@@ -37,7 +37,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from mcp_patchbay.arguments import ArgumentChecker
+from mcp_patchbay.arguments import problems_once
 from mcp_patchbay.config.overrides import ArgumentOverride, PromptOverride, ToolOverride
 from mcp_patchbay.config.problems import did_you_mean, key_path, quote
 
@@ -234,7 +234,7 @@ def _refused(schema: Mapping[str, Any], argument: str, prop: object, value: obje
     """What the argument's own schema says against ``value`` (definitions kept for ``$ref``)."""
     alone: dict[str, Any] = {key: schema[key] for key in ("$schema", "$defs", "definitions", "$id") if key in schema}
     alone.update({"type": "object", "properties": {argument: prop}})
-    problems = ArgumentChecker(alone).problems({argument: value})
+    problems = problems_once(alone, {argument: value})
     return "; ".join(problems) if problems else None
 
 
