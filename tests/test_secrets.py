@@ -219,9 +219,21 @@ def test_secret_set_without_a_keyring_names_the_alternative(no_keyring: None) ->
     assert "nothing stored: no keyring backend is available" in err and "${VAR}" in err
 
 
+def test_secret_list_names_the_configs_secrets_and_whether_each_is_set(tmp_path: Path, memory: MemoryKeyring) -> None:
+    file = tmp_path / "patchbay.json"
+    env = {"A": "${secret:gh}", "B": "x-${secret:slack}-y", "C": "${secret:gh}"}
+    file.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": env}}}))
+    memory.values[(SERVICE, "gh")] = "ghp_not-shown-anywhere"
+    code, out, _ = secret(["list", str(file)])
+    assert code == 1 and "ghp_not-shown" not in out
+    assert out.splitlines() == ["  gh  set", "  slack  missing: mcp-patchbay secret set slack"]
+    memory.values[(SERVICE, "slack")] = "xoxb-whatever"
+    assert secret(["list", "-c", str(file)])[0] == 0
+
+
 def test_secret_run_answers_usage_mistakes_with_status_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert secret_cli.run("secret", []) == 2
-    assert "required: set|delete" in capsys.readouterr().err
+    assert "required: set|delete|list" in capsys.readouterr().err
     assert secret_cli.run("secret", ["--help"]) == 0
     assert "${secret:NAME}" in capsys.readouterr().out
 

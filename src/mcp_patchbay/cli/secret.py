@@ -3,15 +3,21 @@
 ``mcp-patchbay secret set NAME`` reads the value from a hidden prompt on a terminal, else one
 line of standard input (``printf %s "$TOKEN" | mcp-patchbay secret set github``), never from
 the command line, where it would land in the shell's history and in every process listing.
-``mcp-patchbay secret delete NAME`` removes it. The keyring's service is ``mcp-patchbay``
-(``config.secretstore``). Exit status: 0 done, 1 nothing stored (no keyring here, an empty
-value, no such secret to delete), 2 a usage mistake.
+``mcp-patchbay secret delete NAME`` removes it. ``mcp-patchbay secret list [-c CONFIG]`` names
+the secrets a config refers to and whether the keyring holds each (a keyring cannot list what
+it holds; the config is the one harmless place the names are kept). The keyring's service is
+``mcp-patchbay`` (``config.secretstore``). Exit status: 0 done (every secret listed is set),
+1 nothing stored (no keyring here, an empty value, no such secret to delete, a secret listed
+missing), 2 a usage mistake.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from mcp_patchbay.cli.options import EXIT_CONFIG, UsageError
@@ -41,9 +47,9 @@ def _parser() -> _Parser:
         "the config file.",
         epilog="The value is never taken from the command line: set asks for it (hidden) on a terminal, else "
         "reads one line of standard input. Exit status: 0 done; 1 nothing stored or deleted (no keyring on "
-        "this system, an empty value, no such secret); 2 a usage mistake.",
+        "this system, an empty value, no such secret), or list found a secret missing; 2 a usage mistake.",
     )
-    commands = parser.add_subparsers(dest="action", metavar="set|delete", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="action", metavar="set|delete|list", required=True, parser_class=_Parser)
     setting = commands.add_parser(
         "set",
         help="store a secret (asked for, or one line of standard input)",
@@ -52,7 +58,46 @@ def _parser() -> _Parser:
     setting.add_argument("name", metavar="NAME", help="the secret's name, as in ${secret:NAME}")
     deleting = commands.add_parser("delete", help="remove a secret", description="Remove the secret NAME.")
     deleting.add_argument("name", metavar="NAME", help="the secret's name, as in ${secret:NAME}")
+    listing = commands.add_parser(
+        "list",
+        help="the secrets a config names, and whether each is set",
+        description="List the ${secret:NAME} a config refers to and whether the keyring holds each (never a value).",
+    )
+    listing.add_argument(
+        "config",
+        nargs="?",
+        metavar="CONFIG",
+        help="the config (default: --config, $PATCHBAY_CONFIG, the default config)",
+    )
+    listing.add_argument("--config", "-c", dest="config_option", metavar="PATH", help="the config")
     return parser
+
+
+_REFERENCE = re.compile(r"\$\{secret:([^}]*)\}")
+
+
+def _list(path: str | None, out: TextIO, err: TextIO) -> int:
+    """``secret list``: each ``${secret:NAME}`` of the config's text, set or missing."""
+    from mcp_patchbay.cli.options import default_config_if_any
+    from mcp_patchbay.config import secretstore
+
+    path = path or os.environ.get("PATCHBAY_CONFIG") or default_config_if_any()
+    if not path:
+        raise UsageError("which config? Pass it (mcp-patchbay secret list CONFIG) or set PATCHBAY_CONFIG")
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    names = [n for n in dict.fromkeys(_REFERENCE.findall(text)) if secretstore.name_problem(n) is None]
+    if not names:
+        print(f"{path} names no secret.", file=out)
+        return EXIT_OK
+    missing = 0
+    for name in names:
+        state = "set" if secretstore.read(name) is not None else "missing: mcp-patchbay secret set " + name
+        missing += state != "set"
+        print(f"  {name}  {state}", file=out)
+    return EXIT_FAILED if missing else EXIT_OK
 
 
 def _read_value(name: str, stdin: TextIO, err: TextIO) -> str:
@@ -69,6 +114,13 @@ def main(argv: list[str], stdin: TextIO, out: TextIO, err: TextIO) -> int:
     from mcp_patchbay.config import secretstore
 
     args = _parser().parse_args(argv)
+    if args.action == "list":
+        try:
+            return _list(args.config or args.config_option, out, err)
+        except secretstore.KeyringUnavailable as exc:
+            print(f"mcp-patchbay secret: {exc}.", file=err)
+            print(_NO_KEYRING_HINT, file=err)
+            return EXIT_FAILED
     name: str = args.name
     wrong = secretstore.name_problem(name)
     if wrong is not None:
