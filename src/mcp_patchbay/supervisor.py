@@ -42,6 +42,7 @@ from mcp_patchbay.config import (
     ToolFilter,
     apply_profile,
 )
+from mcp_patchbay.config.overrides import PromptOptions
 from mcp_patchbay.listing_cache import ListingCache, launch_key
 from mcp_patchbay.on_demand import is_lazy
 from mcp_patchbay.spawn import Prespawned
@@ -309,11 +310,12 @@ class Supervisor:
 
 
 def _same_but_tools(old: ServerEntry, new: ServerEntry) -> bool:
-    """Two valid entries that differ in their ``tools`` filter, ``start`` and ``idle_stop`` at most:
-    the same launch, the same limits, so the running server takes them without a restart."""
+    """Two valid entries that differ in their ``tools`` filter (and overrides), ``prompts`` overrides,
+    ``start`` and ``idle_stop`` at most: the same launch, the same limits, so the running server
+    takes them without a restart."""
     if old.spec is None or new.spec is None or old.name != new.name:
         return False
-    unfiltered = {"tools": ToolFilter()}
+    unfiltered = {"tools": ToolFilter(), "prompts": PromptOptions()}
     return _modeless(old.spec.model_copy(update=unfiltered)) == _modeless(new.spec.model_copy(update=unfiltered))
 
 
