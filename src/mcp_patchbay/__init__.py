@@ -45,9 +45,9 @@ Modules, by what they own:
   question put to the client as ``input_required``), ``request_state`` (the keys sealing
   ``requestState``, and the answer to a refused one), ``passthrough`` (resources, prompts,
   completion, logging level, roots), ``exposure`` (what the client lists: every tool, or
-  search mode's ``find_tools`` and ``call_tool``; ``own_tools`` owns those two's definitions as
-  JSON values), ``status`` (the one owner of the status: counts, what a caller may see of it,
-  its resource and tool).
+  search mode's ``find_tools`` and its two call routes, ``call_read`` and ``call_tool``;
+  ``own_tools`` owns their definitions as JSON values), ``status`` (the one owner of the
+  status: counts, what a caller may see of it, its resource and tool).
 - Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings,
   profiles, loading, ``${VAR}``, problem wording, self-reference), ``naming`` (exposed names and resolution),
   ``catalog`` (the merged lists), ``overrides`` (an entry's overrides applied to what its server

@@ -17,7 +17,7 @@ does not depend on the upstreams either, so a ``tools/list`` that follows is ans
 too (``own_tools.early_search_listing``), and so are ``prompts/list`` and ``resources/list``
 (and templates), empty until the upstreams bring theirs: a client that lists early (Claude
 Code waits for all three before it counts a server as connected) gets ``find_tools`` and
-``call_tool`` within milliseconds.
+the call routes within milliseconds.
 
 Nothing read is lost or reordered: every byte goes into a buffer that the SDK-backed reader
 (``client_wire.stdio_streams``) takes over (``handover``) before it reads the pipe itself.

@@ -1,4 +1,4 @@
-"""What the client is shown of the upstreams' tools: every tool, or a search and a call route.
+"""What the client is shown of the upstreams' tools: every tool, or a search and two call routes.
 
 Two facts shape it. Every tool listed costs the model context before the user typed a
 word (30 popular servers list some 140,000 tokens of tools). And most clients refuse a
@@ -6,18 +6,24 @@ tool name they did not list, so the proxy's forgiving name resolution reaches th
 only when the name travels as data. ``patchbay.expose`` picks the listing:
 
 - ``"all"``: every upstream tool, namespaced (``server__tool``); with
-  ``patchbay.call_tool: true`` also ``patchbay__call_tool``.
-- ``"search"``: ``patchbay__find_tools`` and ``patchbay__call_tool`` (named with the
-  configured separator) and the tools kept listed with an entry's
-  ``tools.always_list``; nothing else. The model searches, then calls by name as data.
+  ``patchbay.call_tool: true`` also the two call routes.
+- ``"search"``: ``patchbay__find_tools`` and the two call routes (named with the
+  configured separator), the tools searches found (``found``) and the tools kept listed
+  with an entry's ``tools.always_list``; nothing else. The model searches, then calls by
+  name as data.
 - ``"auto"`` (default): search once the merged catalog has more than
   ``patchbay.search_threshold`` tools, all tools below it.
+
+The call routes, so that a client's approval means what the user thinks (``own_tools`` says
+why): ``call_read`` runs only a tool whose annotations say it only reads (``reads_only``),
+``call_tool`` any tool, annotated for the worst it can reach (``reach``); ``find_tools``
+names each tool's route (``route_of``).
 
 In search mode ``tools/list`` does not wait for the upstreams (its tools do not depend on
 them; ``find_tools``' description follows with ``list_changed``). ``find_tools`` waits for
 startup as an all-mode listing does, searches an index built once per
 catalog (``search.ToolIndex``), and names servers that cannot serve now but would have
-matched, with what to do. ``call_tool`` hands the name and arguments to the same
+matched, with what to do. A call route hands the name and arguments to the same
 ``Proxy.run_tool`` path as a direct call: resolution, suggestions, argument checks,
 policies, deadlines, progress and cancellation are exactly those of a direct call.
 
