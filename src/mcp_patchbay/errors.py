@@ -4,7 +4,7 @@
     ├── ClientError                the client asked for something wrong: fix the call, don't retry
     │                              (TOOL_NOT_FOUND, TOOL_AMBIGUOUS, INVALID_ARGUMENTS, NOT_READ_ONLY, ...)
     └── UpstreamError              an upstream server failed, or the proxy protected it
-        │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, RATE_LIMITED, CIRCUIT_OPEN, ...)
+        │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, CIRCUIT_OPEN, TOOL_CHANGED, ...)
         └── NotDelivered           the request never reached the upstream: it is always safe to send again
             ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
             └── SignedIn           the sign-in the call needed completed: send it again when ready
@@ -49,6 +49,7 @@ class Category(enum.StrEnum):
     CANCELLED = "cancelled"
     CONFIGURATION = "configuration"
     SIGN_IN = "sign_in"
+    APPROVAL = "approval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ class Code(enum.StrEnum):
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
     INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
     USER_DECLINED = "USER_DECLINED"
+    TOOL_CHANGED = "TOOL_CHANGED"
     NOT_READ_ONLY = "NOT_READ_ONLY"
     SERVER_UNAVAILABLE = "SERVER_UNAVAILABLE"
     CONFIG_INVALID = "CONFIG_INVALID"
@@ -115,6 +117,8 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.INVALID_ARGUMENTS: _CodeInfo(_C.VALIDATION, False),
     # The user said no to a call through call_tool (patchbay.confirm): nothing was sent.
     Code.USER_DECLINED: _CodeInfo(_C.VALIDATION, False),
+    # Held back until the user approves it (trust): changed since approved, new, or flagged by the scan.
+    Code.TOOL_CHANGED: _CodeInfo(_C.APPROVAL, False),
     # The read route (call_read) was given a tool that does not say it only reads: nothing was sent.
     Code.NOT_READ_ONLY: _CodeInfo(_C.VALIDATION, False),
     Code.SERVER_UNAVAILABLE: _CodeInfo(_C.CONFIGURATION, False),
@@ -273,3 +277,23 @@ def refused_answer(server: str, code: Code, why: str, tool: str | None = None) -
 def refusal_data(code: Code) -> dict[str, str]:
     """The ``data`` of an error answer standing for a refused one (``refused_answer`` reads it back)."""
     return {REFUSED_KEY: code.value}
+
+
+HELD_WHY = {
+    "changed": "changed since the user approved it",
+    "new": "is new on that server and not yet approved",
+    "flagged": "carries text that may be instructions to you rather than a description",
+}
+"""Why a definition is held (``trust.decide.Reason``), as the model is told."""
+
+
+def tool_changed(server: str, name: str, reason: str = "changed", kind: str = "tool") -> UpstreamError:
+    """What the model hears of a call to a tool (or a prompt) the proxy holds back until the user
+    approves it (``trust``): nothing was run; the user approves it with ``mcp-patchbay trust``."""
+    why = HELD_WHY.get(reason, HELD_WHY["changed"])
+    option = "--tool" if kind == "tool" else "--prompt"
+    text = (
+        f"The {kind} '{name}' of server '{server}' {why}, so the proxy holds it back and nothing was run. "
+        f"Tell the user: they can review it and approve it with `mcp-patchbay trust {server} {option} {name}`."
+    )
+    return UpstreamError(Code.TOOL_CHANGED, text, detail=f"held: {reason}", server=server, tool=name)
