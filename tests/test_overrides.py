@@ -571,3 +571,35 @@ def test_a_rebuild_for_the_same_listing_and_entry_does_not_apply_the_overrides_a
         "cached__open"
     ]
     assert applied == ["cached"] * 3
+
+
+# --- check ------------------------------------------------------------------------------------------
+
+
+def test_check_names_the_overrides_skipped_with_their_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_patchbay import cli
+    from tests.test_cli import upstream, write
+
+    entry = upstream("plain", "pid")
+    entry["tools"] = {
+        "overrides": {"pid": {"name": "process_id", "arguments": {"signal": {"value": 9}}}, "kill": {"name": "x"}}
+    }
+    config = write(tmp_path, {"plain": entry})
+    assert cli.main(["check", str(config), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["overrides_skipped"] == [
+        {
+            "server": "plain",
+            "key": "plain.tools.overrides.kill",
+            "problem": "server 'plain' lists no tool 'kill'; this override is skipped",
+        },
+        {
+            "server": "plain",
+            "key": "plain.tools.overrides.pid.arguments.signal",
+            "problem": "the tool takes no argument 'signal' (its arguments: none); skipped",
+        },
+    ]
+    assert cli.main(["check", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: 2 override(s) skipped, not fitting what the server listed ({config}):" in out
+    assert "  plain.tools.overrides.kill: server 'plain' lists no tool 'kill'; this override is skipped" in out

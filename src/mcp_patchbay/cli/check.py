@@ -7,6 +7,10 @@ Lazy servers (``"start": "lazy"``) are started too: it is a check, and their lis
 kept (``listing_cache``), so the next start lists them without starting any. The report says
 which are lazy.
 
+Overrides that do not fit what their server listed (a tool it lacks, an argument its schema
+does not take, a value it refuses: ``catalog.remarks``) are listed with their keys; each was
+skipped alone, so they do not change the exit status.
+
 The PROBLEM column is for the person who runs it (``diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
 (``problem``) and what the model is told (``reason``)."""
@@ -87,6 +91,9 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             "tools": len(supervisor.catalog.tools),
             "names": names,
             "exposure": exposure,
+            "overrides_skipped": [
+                {"server": r.server, "key": r.key, "problem": r.sentence} for r in supervisor.catalog.remarks
+            ],
         }
         print(json.dumps(document, indent=2))
     else:
@@ -116,6 +123,7 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             for name, origin in origins:
                 print(f"  {name:<{width}}  {origin}")
         _print_exposure(exposure)
+        _print_skipped_overrides(supervisor.catalog.remarks, config)
         _print_name_warnings(too_long, registered_as, assumed, config)
     return 1 if failed else 0
 
@@ -166,6 +174,16 @@ def _print_exposure(exposure: dict[str, Any]) -> None:
             f"  {mode + ' mode:':<13}{cost['tools']:>4} tools listed, {cost['chars']:>9,} characters, "
             f"~{cost['tokens']:,} tokens"
         )
+
+
+def _print_skipped_overrides(remarks: list[Any], config: Config) -> None:
+    """Overrides that do not fit what their server listed (``catalog.remarks``): each was skipped
+    alone, the rest of the server served."""
+    if not remarks:
+        return
+    print(f"\nwarning: {len(remarks)} override(s) skipped, not fitting what the server listed ({config.path}):")
+    for remark in remarks:
+        print(f"  {remark}")
 
 
 def _print_name_warnings(too_long: list[dict[str, Any]], registered_as: str, assumed: bool, config: Config) -> None:
