@@ -97,7 +97,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                         "description": "brief: parameters left out of inputSchema (at most 12 are shown).",
                     },
                 },
-                "required": ["name", "server", "tool", "title", "description", "inputSchema", "detail"],
+                "required": ["name", "via", "server", "tool", "title", "description", "inputSchema", "detail"],
             },
         },
         "omitted": {"type": "integer", "minimum": 0, "description": "Matches left out to keep the answer short."},
