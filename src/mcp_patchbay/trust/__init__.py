@@ -1,10 +1,27 @@
-"""Trust: nothing a server tells the model changes behind the user's back, and no tool text
-gives the model orders unseen.
+"""Trust (issue 25): nothing a server tells the model changes behind the user's back, and no
+tool text gives the model orders unseen. ``docs/TRUST.md`` is the user's account.
+
+The path of a server's fresh listing (the wiring into ``supervisor``/``catalog``/``call_path``
+comes next; ``guard`` is its API)::
+
+    listing ─> guard.Guard.review ─> store.PinStore.update (lock, read, decide, write)
+                                        └─> decide.decide: fingerprint each definition, compare with
+                                            its pin, scan the new or changed ones ─> served / held
+    a call to a held tool ─> Guard.held_call ─> errors.tool_changed (TOOL_CHANGED)
+    mcp-patchbay trust ─> cli.trust ─> PinStore.update (approve) ─> the serving proxies see
+                          Guard.changed() and review again ─> list_changed
 
 Modules (pure unless said):
 
 - ``fingerprint``: what is pinned of a tool or prompt, and its SHA-256.
 - ``text``: hidden characters, direction controls and look-alike letters; the text as patterns read it.
+- ``reading``: the strings a model reads of a definition, each with where it is.
 - ``scan``: ``Scanner`` (the patterns of ``patterns.toml``, data shipped in the package, and
   the checks in code) and ``ScanContext`` (the other servers, the catalog's lengths).
+- ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
+  ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
+- ``diff``: a held definition against the approved one, for a person.
+- ``store`` (I/O: ``pins.json`` in the data folder): ``PinStore``, ``entry_key``.
+- ``locking`` (I/O): the exclusive lock processes and replicas take around a change.
+- ``guard`` (I/O through ``store``): ``Guard``, what the serving path calls.
 """

@@ -33,7 +33,8 @@ from importlib import resources
 from typing import Any, Literal, cast
 
 from mcp_patchbay.trust.fingerprint import Definition, Kind
-from mcp_patchbay.trust.text import name_lookalikes, oddities, visible_text
+from mcp_patchbay.trust.reading import SCOPES, Unit, joined, line_of, units
+from mcp_patchbay.trust.text import name_lookalikes, oddities
 
 __all__ = ["Finding", "ScanContext", "Scanner", "Severity"]
 
@@ -54,8 +55,6 @@ _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _MCP_PREFIX = re.compile(r"^(mcp[_.:/-]*)+")
 _GENERIC_PREFIXES = frozenset({"tool", "tools", "tool_", "function", "functions", "default_api", "api"})
 """Prefixes a client or a model puts before a tool's name (``mcp_tool_``, ``functions.``)."""
-_SCHEMA_KEYWORDS = frozenset({"$schema", "$ref", "$id", "$anchor", "type", "format", "pattern", "required"})
-"""Keys whose strings are structure, not text for the model (still scanned for hidden characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,14 +211,6 @@ class ScanContext:
         return key if sep and key in self.servers and key != _server_key(server) else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    where: str
-    text: str
-    scope: Literal["name", "name-parameter", "text", "parameter"]
-    """``name-parameter``: a parameter's name, read by the ``parameter`` patterns only."""
-
-
 class Scanner:
     """The compiled patterns and checks; ``scan`` is pure and thread-safe."""
 
@@ -263,22 +254,22 @@ class Scanner:
         self, definition: Definition, kind: Kind = "tool", *, server: str = "", context: ScanContext | None = None
     ) -> tuple[Finding, ...]:
         """Every finding in one definition, at most one per pattern or check (the first place found)."""
-        units = list(_units(definition, kind))
+        read = list(units(definition, kind))
         found: dict[str, Finding] = {}
-        self._characters(units, found)
-        joined = {scope: _joined([u for u in units if u.scope in scopes]) for scope, scopes in _SCOPES.items()}
+        self._characters(read, found)
+        texts = {scope: joined([u for u in read if u.scope in scopes]) for scope, scopes in SCOPES.items()}
         for pattern in self.patterns:
             if pattern.id in found:
                 continue
-            text, starts = joined[pattern.scope]
+            text, starts = texts[pattern.scope]
             first = min(
                 (m for b in pattern.branches if (m := _first(b, pattern.unless, text))), key=_start, default=None
             )
             if first is not None:
-                where = starts[_line_of(starts, first.start())][1]
+                where = starts[line_of(starts, first.start())][1]
                 found[pattern.id] = Finding(pattern.id, pattern.finding, where, _clip(first[0]), pattern.explain)
         if context is not None:
-            self._mentions(joined["text"][0], joined["text"][1], server, context, found)
+            self._mentions(texts["text"][0], texts["text"][1], server, context, found)
             description = str(definition.get("description") or "")
             if len(description) > context.long_limit:
                 self._check(
@@ -296,7 +287,7 @@ class Scanner:
         info = self.checks.get(check) or _Check(check.replace("-", " "), "hold")
         found[check] = Finding(check, finding, where, excerpt, info.explain, info.severity)
 
-    def _characters(self, units: Sequence[_Unit], found: dict[str, Finding]) -> None:
+    def _characters(self, units: Sequence[Unit], found: dict[str, Finding]) -> None:
         for unit in units:
             if unit.text.isascii() or unit.scope == "name-parameter":
                 continue
@@ -325,109 +316,20 @@ class Scanner:
             named = context.other_tool(token, server)
             if named is not None:
                 owners = ", ".join(sorted(context.tools_by_name[named]))
-                where = starts[_line_of(starts, match.start())][1]
+                where = starts[line_of(starts, match.start())][1]
                 self._check(found, "other-server-tool", "shadowing", where, f"{named} (a tool of {owners})")
             prefix = context.other_server_prefix(token, server)
             if prefix is not None:
-                where = starts[_line_of(starts, match.start())][1]
+                where = starts[line_of(starts, match.start())][1]
                 self._check(found, "other-server", "shadowing", where, token)
         if context.server_phrase is not None:
             own = _server_key(server).replace("_", "")
             for match in context.server_phrase.finditer(text):
                 named = _server_key(match[1] or match[2] or "").replace(" ", "").replace("_", "")
                 if named != own:
-                    where = starts[_line_of(starts, match.start())][1]
+                    where = starts[line_of(starts, match.start())][1]
                     self._check(found, "other-server", "shadowing", where, _clip(match[0]))
                     break
-
-
-_SCOPES: dict[str, tuple[str, ...]] = {"text": ("text", "parameter"), "parameter": ("parameter", "name-parameter")}
-
-
-def _units(definition: Definition, kind: Kind) -> Iterator[_Unit]:
-    name = str(definition.get("name", ""))
-    yield _Unit("name", name, "name")
-    for key in ("title", "description"):
-        value = definition.get(key)
-        if isinstance(value, str):
-            yield _Unit(key, value, "text")
-    if kind == "prompt":
-        for argument in cast("list[Any]", definition.get("arguments") or []):
-            if isinstance(argument, dict):
-                values = cast("dict[str, Any]", argument)
-                label = f"argument '{values.get('name', '')}'"
-                yield _Unit(label, str(values.get("name", "")), "name")
-                yield _Unit(label, str(values.get("name", "")), "name-parameter")
-                for key in ("title", "description"):
-                    if isinstance(values.get(key), str):
-                        yield _Unit(label, values[key], "parameter")
-        return
-    yield from _schema_units(definition.get("inputSchema"), "parameter", True)
-    yield from _schema_units(definition.get("outputSchema"), "output", False)
-    annotations = definition.get("annotations")
-    if isinstance(annotations, dict):
-        title = cast("dict[str, Any]", annotations).get("title")
-        if isinstance(title, str):
-            yield _Unit("annotations' title", title, "text")
-
-
-def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> Iterator[_Unit]:
-    """The strings of a JSON schema a model reads, with where each is; property names as names."""
-    if isinstance(schema, list):
-        for item in cast("list[Any]", schema):
-            yield from _schema_units(item, label, is_input, path)
-        return
-    if not isinstance(schema, dict):
-        if isinstance(schema, str) and schema:
-            yield _Unit(_where(label, path), schema, "text")
-        return
-    values = cast("dict[str, Any]", schema)
-    where = _where(label, path)
-    for key, value in values.items():
-        if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
-            for name, sub in cast("dict[str, Any]", value).items():
-                if key == "properties":
-                    yield _Unit(_where(label, name), name, "name")
-                    if is_input:
-                        yield _Unit(_where(label, name), name, "name-parameter")
-                yield from _schema_units(sub, label, is_input, name if key == "properties" else path)
-        elif key in ("description", "title") and isinstance(value, str):
-            yield _Unit(where, value, "parameter" if is_input and path else "text")
-        elif key in _SCHEMA_KEYWORDS:
-            if isinstance(value, str) and not value.isascii():
-                yield _Unit(where, value, "text")
-        else:
-            yield from _schema_units(value, label, is_input, path)
-
-
-def _where(label: str, path: str) -> str:
-    if not path:
-        return "input schema" if label == "parameter" else "output schema"
-    return f"{label} '{path}'"
-
-
-def _joined(units: Sequence[_Unit]) -> tuple[str, list[tuple[int, str]]]:
-    """The units' visible texts in lower case, one a line, with where each line starts (for ``where``)."""
-    parts: list[str] = []
-    starts: list[tuple[int, str]] = []
-    offset = 0
-    for unit in units:
-        for line in visible_text(unit.text).lower().split("\n"):
-            starts.append((offset, unit.where))
-            parts.append(line)
-            offset += len(line) + 1
-    return "\n".join(parts), starts or [(0, "")]
-
-
-def _line_of(starts: list[tuple[int, str]], position: int) -> int:
-    low, high = 0, len(starts) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if starts[middle][0] <= position:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _branches(expression: str) -> tuple[re.Pattern[str], ...]:

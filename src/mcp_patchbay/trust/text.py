@@ -18,7 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Oddities", "name_lookalikes", "oddities", "visible_text"]
+__all__ = ["BIDI_CONTROLS", "HIDDEN", "Oddities", "name_lookalikes", "oddities", "visible_text"]
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Embeddings, overrides, isolates and marks: they change the order text is displayed in."""
@@ -27,7 +27,7 @@ _EMOJI_JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 """Zero-width joiner and the text/emoji variation selectors: real descriptions use them inside
 emoji (``👨‍💻``, ``✔️``); they are hidden only when they follow no symbol."""
 
-_HIDDEN = re.compile(
+HIDDEN = re.compile(
     "["
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # controls, but tab and line breaks
     "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"  # soft hyphen, joiners, fillers, vowel separator
@@ -82,7 +82,7 @@ def oddities(text: str) -> Oddities:
     text is ASCII, as nearly all real definitions are)."""
     if text.isascii():
         return Oddities()
-    found = [match[0] for match in _HIDDEN.finditer(text) if _hidden(match)]
+    found = [match[0] for match in HIDDEN.finditer(text) if _hidden(match)]
     bidi = sum(char in BIDI_CONTROLS for char in found)
     tags = "".join(chr(ord(char) - 0xE0000) for char in found if 0xE0020 <= ord(char) <= 0xE007E)
     mixed = tuple(word for word in _WORD.findall(text) if _mixes_scripts(word))
@@ -114,7 +114,7 @@ def visible_text(text: str) -> str:
     made Latin, runs of spaces made one (line breaks kept: patterns stop at them)."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-        text = _HIDDEN.sub(lambda match: "" if _hidden(match) else match[0], text)
+        text = HIDDEN.sub(lambda match: "" if _hidden(match) else match[0], text)
         text = _WORD.sub(_fold_word, text)
     return _SPACES.sub(" ", text).strip()
 

@@ -1,0 +1,176 @@
+"""``Guard``: what the serving path asks of trust (the wiring round calls these; I/O: the pins file).
+
+    guard = Guard(config.path, config.settings)                # one per Supervisor
+    context = guard.context({name: (tools, prompts), ...})     # every server's fresh listing, once per rebuild
+    decision = guard.review(entry, listing.tools, listing.prompts, context)
+    Source(entry.name, tools=decision.tools, prompts=decision.prompts, ...)   # held ones are not listed
+    guard.held_call(server, tool)   # a PatchbayError (TOOL_CHANGED) for a held one, else None
+    guard.find_held(called, "__")   # a name the catalog does not know, that a held tool would have had
+    if guard.changed(): rebuild    # poll (a stat): ``trust`` in another process approved; list_changed follows
+
+``review`` is a read-modify-write of the server's record under the pins file's lock, and logs
+what happened once (pinned on first sight, held and why, served with a warning). A listing
+the guard has already reviewed (the same tool objects, the file unchanged since) is answered
+from memory, so catalog rebuilds for other reasons cost a lookup. When the pins file cannot be
+used (unreadable, its lock not had in ``locking.WAIT``), the error is logged once and the
+listing is decided in memory as under ``pin: "off"`` (the scan still holds), the file left as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from mcp_patchbay.errors import PatchbayError, tool_changed
+from mcp_patchbay.trust.decide import Decision, Held, Policy, ServerPins, decide
+from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of
+from mcp_patchbay.trust.scan import ScanContext, Scanner
+from mcp_patchbay.trust.store import PinStore, PinsUnreadable, entry_key
+
+logger = logging.getLogger("mcp_patchbay.trust")
+
+__all__ = ["Guard", "launch_of"]
+
+
+def launch_of(spec: Any) -> str:
+    """What launches a server, for a person reading the pins: the command, or the URL without
+    its query and user info (either may carry a credential)."""
+    command = getattr(spec, "command", None)
+    if isinstance(command, str):
+        return command
+    url = getattr(spec, "url", None)
+    if isinstance(url, str):
+        parts = urllib.parse.urlsplit(url)
+        return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
+    return ""
+
+
+@dataclass
+class _Reviewed:
+    key: tuple[Any, ...]
+    """The listing's and the context's identities, and the pins file's version, when reviewed."""
+    decision: Decision
+
+
+class Guard:
+    """Trust for one config: its pins, its policy, the scan, and what each server has held."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        settings: Any,
+        *,
+        store: PinStore | None = None,
+        scanner: Scanner | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config_path = config_path
+        self.policy = Policy.of(settings)
+        self.store = store or PinStore()
+        self._scanner = scanner
+        self._clock = clock
+        self._reviewed: dict[str, _Reviewed] = {}
+        self._held: dict[str, dict[tuple[Kind, str], Held]] = {}
+        self._told_unusable = False
+
+    @property
+    def active(self) -> bool:
+        """Anything to do: ``pin`` and ``scan`` are not both ``"off"``."""
+        return self.policy.pin != "off" or self.policy.scan != "off"
+
+    @property
+    def scanner(self) -> Scanner:
+        if self._scanner is None:
+            self._scanner = Scanner.default()
+        return self._scanner
+
+    def context(self, listings: Mapping[str, tuple[Sequence[types.Tool], Sequence[types.Prompt]]]) -> ScanContext:
+        """The scan's context from every server's listing (the other servers' names and tools)."""
+        definitions: dict[str, list[Definition]] = {
+            server: [definition_of(item) for item in (*tools, *prompts)]
+            for server, (tools, prompts) in listings.items()
+        }
+        return ScanContext.of(definitions)
+
+    def review(
+        self,
+        server: str,
+        tools: Sequence[types.Tool],
+        prompts: Sequence[types.Prompt] = (),
+        context: ScanContext | None = None,
+        *,
+        launch: str = "",
+    ) -> Decision:
+        """What to serve of ``server``'s fresh listing (see ``trust.decide``), its record updated."""
+        if not self.active:
+            return Decision(tuple(tools), tuple(prompts), (), (), None)
+        fresh = (tuple(map(id, tools)), tuple(map(id, prompts)), id(context), self.store.version())
+        cached = self._reviewed.get(server)
+        if cached is not None and cached.key == fresh:
+            return cached.decision
+        now = self._clock()
+
+        def scan(definition: Definition, kind: Kind) -> Any:
+            return self.scanner.scan(definition, kind, server=server, context=context)
+
+        decided: list[Decision] = []
+
+        def change(record: ServerPins | None) -> ServerPins | None:
+            decided[:] = [decide(record, tools, prompts, policy=self.policy, now=now, scan=scan, server=server)]
+            result = decided[0].record
+            return None if result is None else replace(result, config=str(self.config_path), launch=launch)
+
+        try:
+            self.store.update(entry_key(self.config_path, server), change)
+            decision = decided[0]
+        except (PinsUnreadable, TimeoutError, OSError) as exc:
+            if not self._told_unusable:
+                logger.error("pins are not kept: %s; serving as with patchbay.pin off (the scan still holds)", exc)
+                self._told_unusable = True
+            off = replace(self.policy, pin="off")
+            decision = decide(None, tools, prompts, policy=off, now=now, scan=scan, server=server)
+        for event in decision.events:
+            log = logger.warning if event.level == "warning" else logger.info
+            log("server '%s': %s", server, event.text)
+        self._reviewed[server] = _Reviewed((*fresh[:3], self.store.version()), decision)
+        self._held[server] = {(held.kind, held.name): held for held in decision.held}
+        return decision
+
+    def forget(self, server: str) -> None:
+        """A server stopped or removed: nothing of it is held any more (its pins stay on disk)."""
+        self._reviewed.pop(server, None)
+        self._held.pop(server, None)
+
+    def held(self, server: str) -> list[Held]:
+        return list(self._held.get(server, {}).values())
+
+    def held_call(self, server: str, name: str, kind: Kind = "tool") -> PatchbayError | None:
+        """The answer to a call (or a prompts/get) of a held definition: ``TOOL_CHANGED``; else None."""
+        held = self._held.get(server, {}).get((kind, name))
+        return None if held is None else tool_changed(server, name, held.reason, kind)
+
+    def find_held(self, called: str, separator: str, kind: Kind = "tool") -> tuple[str, Held] | None:
+        """The held definition a name the catalog does not know stands for: ``server{separator}name``
+        or a bare name only one server holds."""
+        matches: list[tuple[str, Held]] = []
+        for server, held in self._held.items():
+            for (held_kind, name), item in held.items():
+                if held_kind != kind:
+                    continue
+                if called == f"{server}{separator}{name}":
+                    return server, item
+                if called == name:
+                    matches.append((server, item))
+        return matches[0] if len(matches) == 1 else None
+
+    def changed(self) -> bool:
+        """The pins file changed since it was last read here (``trust`` approved something, or
+        another replica pinned): review every server's last listing again."""
+        return self.store.changed()

@@ -1,0 +1,212 @@
+"""Where pins are kept: ``pins.json`` in the proxy's data folder, beside the sign-in tokens.
+
+One file for every config and server (``places.data_dir()``: ``$XDG_DATA_HOME/mcp-patchbay``
+on Linux), with the care of ``oauth.store``: mode 0600 in a folder of mode 0700, written
+whole (a temporary file renamed over the old one), read back bounded (``MAX_FILE_BYTES``).
+
+Keyed per server entry: ``entry_key(config_path, server)`` hashes the config file's absolute
+path (not symlink-resolved: a Kubernetes ConfigMap mounts the file through a ``..data``
+symlink whose target changes with every update) and the server's name, so two configs never
+approve for each other. What launches the server is recorded for a person, not keyed: keyed,
+a changed launch (``pkg@1`` to ``pkg@2``, exactly when definitions change) would look like a
+first sight and pin the new definitions unreviewed.
+
+Several processes share the file (stdio proxies of several clients, the ``trust`` command,
+gateway replicas on a shared volume): every change is a read-modify-write under an exclusive
+lock on ``pins.json.lock`` (``locking``), reading the file again once the lock is held. A
+file that cannot be read as pins (not JSON, too large) raises ``PinsUnreadable`` and is
+never written over: the caller reports it and a person moves it aside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from mcp_patchbay.trust.decide import Pin, ServerPins
+from mcp_patchbay.trust.locking import locked
+
+logger = logging.getLogger("mcp_patchbay.trust")
+
+__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "PinStore", "PinsUnreadable", "default_path", "entry_key"]
+
+FILE_NAME = "pins.json"
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""The largest pins file read or written. Real servers' definitions are 0.5 to 5 KB each (the
+largest in the search benchmark's catalog, 30 KB): some thousands of tools fit many times. Past
+it, the records of servers not seen for longest are dropped first, then approved definitions
+are kept as fingerprints only (their diffs can no longer be shown)."""
+FORMAT = 1
+
+
+class PinsUnreadable(Exception):
+    """The pins file exists and is not pins: reported, never emptied."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"the pins file {path} cannot be used ({why}); move it aside to start pinning afresh")
+        self.path = path
+        self.why = why
+
+
+def default_path() -> Path:
+    from mcp_patchbay import places
+
+    return places.data_dir() / FILE_NAME
+
+
+def entry_key(config_path: str | os.PathLike[str], server: str) -> str:
+    """The store's key of one server entry of one config file."""
+    where = os.path.normcase(os.path.normpath(Path(config_path).absolute()))  # never resolved: see above
+    return hashlib.sha256(f"{where}\0{server}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class PinStore:
+    """The pins file; every method reads it (or locks, reads and writes it) afresh."""
+
+    def __init__(self, path: Path | None = None, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.path = path or default_path()
+        self.max_bytes = max_bytes
+        self._version: tuple[int, int, int] | None = None
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def load(self) -> dict[str, ServerPins]:
+        """Every record, by key ({} when there is no file); ``PinsUnreadable`` when it is not pins."""
+        return self._read()
+
+    def record(self, key: str) -> ServerPins | None:
+        return self._read().get(key)
+
+    def version(self) -> tuple[int, int, int] | None:
+        """The file's version now (a stat: time, inode, size; None when there is none): each write
+        is a new file renamed over the old one, so its inode changes even within the clock's step."""
+        return self._stat()
+
+    def changed(self) -> bool:
+        """The file changed since this store last read or wrote it (another process approved, or
+        pinned): poll it (a stat, no read) and review the servers' listings again when True."""
+        return self._stat() != self._version
+
+    # --- changing -------------------------------------------------------------------------------
+
+    def update(self, key: str, change: Callable[[ServerPins | None], ServerPins | None]) -> ServerPins | None:
+        """Read-modify-write of one record under the lock: ``change`` gets the record as the file
+        has it now and returns the new one (the same pins: nothing is written)."""
+        with self._locked():
+            records = self._read()
+            before = records.get(key)
+            after = change(before)
+            if after is None or (before is not None and after.same_pins(before)):
+                return after
+            records[key] = after
+            self._write(records)
+            return after
+
+    def update_all(self, change: Callable[[str, ServerPins], ServerPins]) -> dict[str, ServerPins]:
+        """``change`` applied to every record under one lock (``trust --all``); the changed ones."""
+        with self._locked():
+            records = self._read()
+            changed = {key: new for key, old in records.items() if not (new := change(key, old)).same_pins(old)}
+            if changed:
+                records.update(changed)
+                self._write(records)
+            return changed
+
+    # --- the file -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Generator[None]:
+        self._folder()
+        with locked(self.path.with_name(self.path.name + ".lock")):
+            yield
+
+    def _folder(self) -> None:
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if os.name != "nt" and folder.stat().st_mode & 0o077:
+            folder.chmod(0o700)  # ours alone, whoever made it (mkdir's mode obeys the umask)
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            status = self.path.stat()
+        except OSError:
+            return None
+        return (status.st_mtime_ns, status.st_ino, status.st_size)
+
+    def _read(self) -> dict[str, ServerPins]:
+        version = self._stat()
+        try:
+            with self.path.open("rb") as file:
+                raw = file.read(self.max_bytes + 1)
+        except FileNotFoundError:
+            self._version = None
+            return {}
+        except OSError as exc:
+            raise PinsUnreadable(self.path, exc.strerror or type(exc).__name__) from None
+        if len(raw) > self.max_bytes:
+            raise PinsUnreadable(self.path, f"larger than {self.max_bytes:,} bytes")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict) or not isinstance(cast("dict[str, Any]", data).get("servers"), dict):
+                raise ValueError("no 'servers' object")
+            servers = cast("dict[str, Any]", cast("dict[str, Any]", data)["servers"])
+            records = {str(key): ServerPins.from_json(value) for key, value in servers.items()}
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise PinsUnreadable(self.path, f"not a pins file: {exc}") from None
+        self._version = version
+        return records
+
+    def _write(self, records: Mapping[str, ServerPins]) -> None:
+        text = self._bounded(dict(records))
+        folder = self.path.parent
+        temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(text)
+            temporary.replace(self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+        self._version = self._stat()
+
+    def _bounded(self, records: dict[str, ServerPins]) -> str:
+        """The file's text within ``max_bytes``: records of servers not seen for longest go first,
+        then approved definitions are cut to their fingerprints."""
+        text = _dumps(records)
+        oldest = sorted(records, key=lambda key: records[key].seen_at)
+        while len(text.encode()) > self.max_bytes and len(oldest) > 1:
+            dropped = oldest.pop(0)
+            logger.warning(
+                "pins: the record of server '%s' is dropped to keep the file bounded", records[dropped].server
+            )
+            del records[dropped]
+            text = _dumps(records)
+        if len(text.encode()) > self.max_bytes:
+            records = {key: _fingerprints_only(record) for key, record in records.items()}
+            logger.warning("pins: approved definitions are kept as fingerprints only, to keep the file bounded")
+            text = _dumps(records)
+        return text
+
+
+def _dumps(records: Mapping[str, ServerPins]) -> str:
+    data = {"format": FORMAT, "servers": {key: records[key].as_json() for key in sorted(records)}}
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False)
+
+
+def _fingerprints_only(record: ServerPins) -> ServerPins:
+    approved = {
+        kind: {name: Pin({}, pin.fingerprint, pin.approved_at, pin.how) for name, pin in pins.items()}
+        for kind, pins in record.approved.items()
+    }
+    return replace(record, approved=approved)
