@@ -29,7 +29,9 @@ HTTP gateway:
 - ``stuck_stream``: clients that never read their streams, against one that does.
 
 Others: ``search`` and ``search_stdio`` (search mode's ranking, answer size and latency, on
-``search_data/``), ``listing`` (the cost of a listing), ``oauth`` (a signed-in call's overhead).
+``search_data/``), ``listing`` (the cost of a listing), ``oauth`` (a signed-in call's overhead),
+``lazy`` (30 servers started when needed against the same 30 eager: processes, first listing,
+memory, a first call's added latency; its own section of docs/PERFORMANCE.md).
 
 - ``processes``: free ports and /proc readings (CPU, RSS, children, environment), one copy.
 

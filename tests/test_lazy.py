@@ -456,3 +456,22 @@ async def test_no_process_until_the_first_call_and_an_idle_one_stops_and_starts_
                 assert len(spawned()) == 3
                 assert os.getpid() not in spawned()
             tg.cancel_scope.cancel()
+
+
+def _config_md_example() -> str:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text(encoding="utf-8")
+    return page.split("## Servers started when needed", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+
+
+async def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> None:
+    from mcp_patchbay.config import parse_config
+    from mcp_patchbay.on_demand import Demand
+
+    config = parse_config(_config_md_example(), Path("/virtual/patchbay.json"), {})
+    assert (config.settings.start, config.settings.idle_stop) == ("lazy", 1800)
+    modes = {e.name: Demand.of(e, config.settings) for e in config.servers}
+    assert {name: (d.lazy, d.idle_stop) for name, d in modes.items()} == {
+        "github": (True, 1800),
+        "search": (True, 600),
+        "time": (False, 1800),
+    }
