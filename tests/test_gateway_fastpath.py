@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 
 from mcp_patchbay.config import Config, parse_config
+from mcp_patchbay.gateway import fastpath
 from mcp_patchbay.gateway.app import Gateway
 from mcp_patchbay.transports import http_lane
 from mcp_patchbay.transports.http_lane import HttpLane
@@ -43,6 +44,7 @@ PATHS = ["fast", "sdk"]
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     chosen = cast(str, request.param)
     monkeypatch.setattr(http_lane, "ENABLED", chosen == "fast")
+    monkeypatch.setattr(fastpath, "ENABLED", chosen == "fast")
     return chosen
 
 
@@ -92,19 +94,23 @@ class Remote:
         }
 
 
-def config_for(url: str, patchbay: dict[str, Any] | None = None) -> Config:
+def config_for(url: str, patchbay: dict[str, Any] | None = None, gateway: dict[str, Any] | None = None) -> Config:
     document: dict[str, Any] = {
         "mcpServers": {"remote": {"type": "http", "url": url}},
         "patchbay": {"watch": False, "timeout": 10, **(patchbay or {})},
     }
+    if gateway is not None:
+        document["gateway"] = gateway
     return parse_config(json.dumps(document), Path("/virtual/patchbay.json").resolve(), environ={})
 
 
 @asynccontextmanager
-async def gateway_before(remote: Remote, patchbay: dict[str, Any] | None = None) -> AsyncGenerator[tuple[Gateway, str]]:
+async def gateway_before(
+    remote: Remote, patchbay: dict[str, Any] | None = None, gateway_settings: dict[str, Any] | None = None
+) -> AsyncGenerator[tuple[Gateway, str]]:
     server = make_server("remote", remote.tools())
     async with serving(server.streamable_http_app(host="127.0.0.1")) as upstream_base:
-        gateway = Gateway(config_for(f"{upstream_base}/mcp", patchbay), "127.0.0.1", 0)
+        gateway = Gateway(config_for(f"{upstream_base}/mcp", patchbay, gateway_settings), "127.0.0.1", 0)
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 host, port = await tg.start(functools.partial(gateway.serve, signals=False))
@@ -116,8 +122,9 @@ async def gateway_before(remote: Remote, patchbay: dict[str, Any] | None = None)
 
 
 @asynccontextmanager
-async def client(base: str, *, mode: str = "legacy", **kwargs: Any) -> AsyncGenerator[Client]:
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(10.0)) as http:
+async def client(base: str, *, mode: str = "legacy", token: str | None = None, **kwargs: Any) -> AsyncGenerator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10.0)) as http:
         transport = streamable_http_client(f"{base}/mcp", http_client=http)
         async with Client(transport, mode=mode, cache=None, **kwargs) as connected:  # pyright: ignore[reportArgumentType]
             yield connected
@@ -128,11 +135,15 @@ def lane_of(gateway: Gateway) -> HttpLane | None:
     return raw if isinstance(raw, HttpLane) else None
 
 
-def assert_path(gateway: Gateway, path: str, served: int) -> None:
+def assert_path(gateway: Gateway, path: str, served: int, fast: int | None = None) -> None:
+    """The calls took the path: ``served`` by the upstream lane, ``fast`` (default: as many)
+    answered by the gateway's fast path."""
     lane = lane_of(gateway)
     if path == "sdk":
         assert lane is None
+        assert gateway.fast.served == 0
         return
+    assert gateway.fast.served == (served if fast is None else fast)
     assert lane is not None
     assert lane.served == served
     assert lane.fell_back == 0
@@ -146,7 +157,7 @@ async def test_calls_of_both_eras_on_one_kept_connection(path: str, mode: str) -
     async with gateway_before(Remote()) as (gateway, base), client(base, mode=mode) as c:
         for n in range(5):
             assert result_text(await c.call_tool("remote__echo", {"text": f"hi {n}"})) == f"hi {n}"
-        assert_path(gateway, path, 5)
+        assert_path(gateway, path, 5, fast=5 if mode == "legacy" else 0)  # 2026-07-28: the SDK's entry
         lane = lane_of(gateway)
         if lane is not None:
             assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage] - keep-alive: one connection
@@ -162,7 +173,7 @@ async def test_progress_reaches_the_caller(path: str) -> None:
         result = await c.call_tool("remote__work", {}, progress_callback=on_progress)
         assert result_text(result) == "done"
         assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
-        assert_path(gateway, path, 1)
+        assert_path(gateway, path, 1, fast=0)  # a call that asks for progress takes the SDK's path
 
 
 async def test_sampling_mid_call_reaches_the_calling_session(path: str) -> None:
@@ -206,6 +217,125 @@ async def test_an_answer_over_the_size_limit_fails_that_call_alone(path: str) ->
         assert "more data than the proxy accepts" in result_text(refused)
         assert result_text(await c.call_tool("remote__echo", {"text": "still"})) == "still"
         assert gateway.proxy.supervisor.upstreams["remote"].restarts == 0
+
+
+# --- the client side: the gateway's fast path ---------------------------------------------------
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef01"
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def open_session(http: httpx2.AsyncClient) -> str:
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    opened = await http.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, headers=HEADERS
+    )
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    done = await http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=with_session)
+    assert done.status_code == 202
+    return session
+
+
+def call_body(tool: str, arguments: dict[str, Any], request_id: int = 7) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+async def test_sign_in_and_access_rules_hold(path: str) -> None:
+    settings = {
+        "tokens": {"alice": ALICE, "bob": BOB},
+        "access": [{"tokens": ["alice"], "servers": ["remote"], "tools": {"remote": {"allow": ["echo"]}}}],
+    }
+    async with gateway_before(Remote(), gateway_settings=settings) as (gateway, base):
+        async with client(base, token=ALICE) as alice:
+            assert result_text(await alice.call_tool("remote__echo", {"text": "mine"})) == "mine"
+            hidden = await alice.call_tool("remote__work", {})
+            assert hidden.is_error and "remote__work" in result_text(hidden)
+        async with client(base, token=BOB) as bob:
+            refused = await bob.call_tool("remote__echo", {"text": "not bob's"})
+            assert refused.is_error
+        async with httpx2.AsyncClient(base_url=base, headers={"authorization": f"Bearer {ALICE}"}) as http:
+            session = await open_session(http)
+            as_bob = {**HEADERS, "mcp-session-id": session, "authorization": f"Bearer {BOB}"}
+            stolen = await http.post("/mcp", json=call_body("remote__echo", {"text": "x"}), headers=as_bob)
+            assert stolen.status_code == 404  # another member's session: as if unknown
+            unsigned = {**HEADERS, "mcp-session-id": session, "authorization": ""}
+            assert (
+                await http.post("/mcp", json=call_body("remote__echo", {"text": "x"}), headers=unsigned)
+            ).status_code == 401
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            answer = await http.post("/mcp", json=call_body("remote__echo", {"text": "raw"}), headers=with_session)
+            assert answer.status_code == 200
+            body = (
+                answer.json()
+                if answer.headers["content-type"].startswith("application/json")
+                else _sse_answer(answer.text)
+            )
+            assert body["id"] == 7 and body["result"]["content"][0]["text"] == "raw"
+        assert gateway.fast.served == (4 if path == "fast" else 0)
+
+
+def _sse_answer(text: str) -> dict[str, Any]:
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])
+    raise AssertionError(f"no answer in {text!r}")
+
+
+async def test_a_client_that_hangs_up_cancels_its_call_and_the_session_is_held_meanwhile(path: str) -> None:
+    remote = Remote()
+    async with gateway_before(remote) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await open_session(http)
+            transport = gateway.manager._server_instances[session]  # pyright: ignore[reportPrivateUsage]
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(
+                        functools.partial(http.post, "/mcp", json=call_body("remote__hang", {}), headers=with_session)
+                    )
+                    await remote.hanging.wait()
+                    assert transport._requests_in_flight == 1  # pyright: ignore[reportPrivateUsage] - idle timer held
+                    tg.cancel_scope.cancel()  # the client goes away mid-call
+            if path == "fast":
+                with anyio.fail_after(10):
+                    await remote.cancelled.wait()  # told upstream
+            with anyio.fail_after(10):
+                while transport._requests_in_flight:  # pyright: ignore[reportPrivateUsage]
+                    await anyio.sleep(0.01)
+            answer = await http.post("/mcp", json=call_body("remote__echo", {"text": "on"}, 8), headers=with_session)
+            assert answer.status_code == 200
+
+
+async def test_metrics_count_calls(path: str) -> None:
+    async with gateway_before(Remote()) as (gateway, base), client(base) as c:
+        await c.call_tool("remote__echo", {"text": "a"})
+        await c.call_tool("nothing__here", {})
+        metrics = gateway.metrics.render().decode()
+        assert 'patchbay_tool_calls_total{outcome="ok",server="remote",tool="echo"} 1.0' in metrics
+        assert 'outcome="TOOL_NOT_FOUND"' in metrics
+        assert gateway.fast.served == (2 if path == "fast" else 0)
+
+
+async def test_a_body_nested_too_deep_is_refused(path: str) -> None:
+    async with gateway_before(Remote(), {"max_json_depth": 20}) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await open_session(http)
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            deep: Any = "x"
+            for _ in range(30):
+                deep = [deep]
+            refused = await http.post("/mcp", json=call_body("remote__echo", {"text": deep}), headers=with_session)
+            assert refused.status_code == 400
+            assert "max_json_depth" in refused.text
+        assert gateway.fast.served == 0
 
 
 # --- upstream faults, through the stdio proxy (the same Upstream and link) ---------------------

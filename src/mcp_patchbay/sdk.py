@@ -24,23 +24,27 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, cast
 
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
@@ -136,6 +140,12 @@ class SessionManager(StreamableHTTPSessionManager):
         """Sessions refused to a member over its quota: a WARNING, at most 10 a minute."""
         self._streams: dict[str, set[Callable[[], None]]] = {}
         """Session id -> how to drop the connection of each GET stream it has open."""
+        self.connections: dict[str, Connection] = {}
+        """Session id -> its connection, once a request of it went through the SDK's server
+        (``remember_connection``): what the fast path (``gateway.fastpath``) calls with."""
+        self.fast: FastPath | None = None
+        """The gateway's fast path: offered every POST's read body first (True: it answered)."""
+        self._security = TransportSecurityMiddleware(self.security_settings)
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
@@ -144,6 +154,8 @@ class SessionManager(StreamableHTTPSessionManager):
             if read is None:
                 return
             receive, body = read
+            if self.fast is not None and await self.fast(scope, receive, send, body):
+                return
             if self._max_depth is not None and deeper_than(body, self._max_depth):
                 # As on stdio (patchbay.max_json_depth): refused before anything recurses on it.
                 request_id = envelope_of(body).request_id
@@ -230,6 +242,35 @@ class SessionManager(StreamableHTTPSessionManager):
         finally:
             _admitting.reset(admitting)
 
+    async def usable_session(self, request: Request, session_id: str) -> StreamableHTTPServerTransport | None:
+        """The live transport of a 2025-era session ``request`` may use as the SDK's path would let
+        it (Host and Origin, same credential, same member), its recency noted; None: the SDK's
+        path is to answer (a refusal, a 404, a terminated or expiring session)."""
+        transport = self._server_instances.get(session_id)  # pyright: ignore[reportPrivateUsage]
+        if transport is None or transport.is_terminated:
+            return None
+        if transport.idle_scope is not None and transport.idle_scope.cancel_called:
+            return None
+        scope = request.scope
+        user = scope.get("user")
+        requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        if requestor != self._session_owners.get(session_id):  # pyright: ignore[reportPrivateUsage]
+            return None
+        owner = self._members.get(session_id)
+        member = self._member(scope) if self._member is not None and isinstance(user, AuthenticatedUser) else None
+        if owner is not None and member is not None and member != owner:
+            return None
+        if await self._security.validate_request(request, is_post=True) is not None:
+            return None
+        if owner is not None:
+            self._recency[owner].move_to_end(session_id)
+        return transport
+
+    def remember_connection(self, session_id: str, connection: Connection) -> None:
+        """A request of a live session went through the SDK's server: its connection, for the fast path."""
+        if session_id in self._server_instances and session_id not in self.connections:  # pyright: ignore[reportPrivateUsage]
+            self.connections[session_id] = connection
+
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         member = _admitting.get()
         if member is not None and self._max_per_member is not None and self._held[member] >= self._max_per_member:
@@ -274,6 +315,7 @@ class SessionManager(StreamableHTTPSessionManager):
 
     def _forget(self, session_id: str) -> None:
         """Count a session down for its member (once: before any await)."""
+        self.connections.pop(session_id, None)
         member = self._members.pop(session_id, None)
         if member is None:
             return
@@ -314,6 +356,29 @@ class SessionManager(StreamableHTTPSessionManager):
         for session_id, transport in list(self._server_instances.items()):  # pyright: ignore[reportPrivateUsage]
             await self._discard_session(session_id, transport)
 
+
+@contextmanager
+def holding(transport: StreamableHTTPServerTransport) -> Generator[None]:
+    """A request served past the SDK's transport holds its session as one the transport served
+    does (``StreamableHTTPServerTransport.handle_request``): the idle countdown is suspended
+    while it is in flight and restarts when the last one ends."""
+    idle = transport.idle_scope
+    timeout = transport._idle_timeout  # pyright: ignore[reportPrivateUsage]
+    if idle is None or timeout is None:
+        yield
+        return
+    transport._requests_in_flight += 1  # pyright: ignore[reportPrivateUsage]
+    idle.deadline = math.inf
+    try:
+        yield
+    finally:
+        transport._requests_in_flight -= 1  # pyright: ignore[reportPrivateUsage]
+        if not transport._requests_in_flight:  # pyright: ignore[reportPrivateUsage]
+            idle.deadline = anyio.current_time() + timeout
+
+
+FastPath = Callable[[Scope, Receive, Send, bytes], Awaitable[bool]]
+"""Offered a POST's body before the SDK's path: True when it answered the request itself."""
 
 ABORT_EXTENSION = "patchbay.abort"
 """The ASGI scope extension under which the gateway's listener (``gateway.edge``) lends a
@@ -358,4 +423,4 @@ def connection_of(session: ServerSession) -> Connection:
     return session._connection  # pyright: ignore[reportPrivateUsage]
 
 
-__all__ = ["SessionManager", "connection_of", "sdk_internals_problem", "send_raw"]
+__all__ = ["FastPath", "SessionManager", "connection_of", "holding", "sdk_internals_problem", "send_raw"]

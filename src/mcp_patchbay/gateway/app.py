@@ -38,6 +38,7 @@ import anyio
 import anyio.abc
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -56,9 +57,10 @@ from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.bind import is_loopback
 from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, guarded_protocol, raise_open_files_limit
 from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.fastpath import FastPath
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
 from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
-from mcp_patchbay.sdk import SessionManager
+from mcp_patchbay.sdk import SessionManager, connection_of
 from mcp_patchbay.server import Proxy
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.transports import Connector
@@ -162,7 +164,19 @@ class Gateway:
             refusals=self.refusals.counts,
         )
         self.proxy.on_call = self.metrics.observe_call
+        self.fast = FastPath(self.proxy, self.manager, config.settings.max_json_depth)
+        """``tools/call`` of known sessions answered past the SDK's server (``fastpath``)."""
+        self.manager.fast = self.fast
+        self.proxy.server.middleware.insert(0, self._remember_connection)
         self.app = self._build_app()
+
+    async def _remember_connection(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: a 2025-era session's connection, learnt from a request of it the SDK's
+        server handles, for the fast path's calls of that session."""
+        connection = connection_of(ctx.session)
+        if connection.session_id is not None:  # 2025-era sessions only; initialize is the first
+            self.manager.remember_connection(connection.session_id, connection)
+        return await call_next(ctx)
 
     def _access(self) -> Permits | None:
         return self.policy.for_token(get_access_token())
