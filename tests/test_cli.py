@@ -311,7 +311,7 @@ def test_check_reports_the_exposure_mode_and_the_listing_cost_of_each(
     assert cli.main(["check", str(config), "--json"]) == 0
     exposure = json.loads(capsys.readouterr().out)["exposure"]
     assert exposure["mode"] == "search" and exposure["expose"] == "auto" and exposure["threshold"] == 2
-    assert exposure["all"]["tools"] == 3 and exposure["search"]["tools"] == 2
+    assert exposure["all"]["tools"] == 3 and exposure["search"]["tools"] == 3
     assert exposure["all"]["tokens"] == -(-exposure["all"]["chars"] // 4)
     assert cli.main(["check", str(config)]) == 0
     out = capsys.readouterr().out

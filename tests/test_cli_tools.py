@@ -119,7 +119,7 @@ async def test_tools_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     await _list(config, upstreams, as_json=True)
     report = json.loads(capsys.readouterr().out)
     assert report["config"] == "/virtual/patchbay.json" and report["mode"] == "search"
-    assert report["listed"] == ["patchbay__find_tools", "patchbay__call_tool"]
+    assert report["listed"] == ["patchbay__find_tools", "patchbay__call_read", "patchbay__call_tool"]
     assert [s["name"] for s in report["servers"]] == ["weather", "files", "svc", "down"]
     weather, _, _, down = report["servers"]
     assert set(weather) == {"name", "state", "label", "problem", "next", "tools"}

@@ -535,7 +535,7 @@ async def test_search_mode_over_stdio_finds_and_calls_real_tools(tmp_path: Path)
     with anyio.fail_after(60):
         async with Client(params, mode="legacy", cache=None) as client:
             listed = [t.name for t in (await client.list_tools()).tools]
-            assert listed == ["patchbay__find_tools", "patchbay__call_tool"]
+            assert listed == ["patchbay__find_tools", "patchbay__call_read", "patchbay__call_tool"]
             found = await client.call_tool("patchbay__find_tools", {"query": "add two numbers together"})
             assert found.structured_content is not None
             top = [t["name"] for t in found.structured_content["tools"]]
