@@ -29,6 +29,7 @@ from mcp_patchbay.server import Proxy
 from mcp_patchbay.spawn import EARLY_MARK, discard, early, starts_now
 from tests.harness import (
     FakeTool,
+    GatedUpstreams,
     MemoryUpstreams,
     config_from,
     connected,
@@ -191,6 +192,19 @@ async def test_a_call_to_a_lazy_server_that_cannot_start_gets_the_usual_error(da
         assert len(result_text(result)) < 500
 
 
+async def test_a_call_waits_for_a_lazy_server_s_start_within_connect_timeout(data_dir: Path) -> None:
+    config = config_from({"notes": _lazy()}, {"retry_attempts": 0, "connect_timeout": 0.3})
+    await _learn(config, data_dir)
+    never = anyio.Event()
+    async with connected(config, GatedUpstreams({"notes": _notes()}, {"notes": never})) as (proxy, client):
+        with anyio.fail_after(5):
+            result = await client.call_tool("notes__add", {"text": "hi"})
+        error = error_info(result)
+        assert error["code"] == "SERVER_UNAVAILABLE"
+        assert "did not finish starting within 0.3s" in result_text(result)
+        assert proxy.supervisor.upstreams["notes"].state is not State.READY
+
+
 async def test_concurrent_calls_to_a_lazy_server_share_one_start(data_dir: Path) -> None:
     config = config_from({"notes": _lazy()})
     await _learn(config, data_dir)
@@ -208,7 +222,7 @@ async def test_concurrent_calls_to_a_lazy_server_share_one_start(data_dir: Path)
     assert upstreams.connects == {"notes": 1}
 
 
-async def test_a_resource_read_a_prompt_and_a_completion_start_a_lazy_server(data_dir: Path) -> None:
+async def test_a_resource_read_and_a_prompt_start_a_lazy_server(data_dir: Path) -> None:
     config = config_from({"notes": _lazy()})
     await _learn(config, data_dir)
     for ask in ("read", "prompt"):
@@ -475,3 +489,12 @@ async def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says
         "search": (True, 600),
         "time": (False, 1800),
     }
+
+
+def test_a_person_is_told_a_lazy_or_idle_server_is_fine() -> None:
+    from mcp_patchbay.diagnosis import diagnose
+
+    entry = config_from({"notes": _lazy()}).servers[0]
+    for state, label in ((State.NOT_STARTED, "not started"), (State.IDLE, "stopped idle")):
+        found = diagnose(entry, state, None, connect_timeout=30)
+        assert found.ok and found.label == label and found.text() == ""

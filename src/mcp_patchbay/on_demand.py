@@ -50,7 +50,11 @@ class Demand:
     """Resource URIs subscribed to on the current connection (a subscription keeps it running)."""
     _wanted: anyio.Event = field(default_factory=anyio.Event)
     _stirred: anyio.Event = field(default_factory=anyio.Event)
-    """Set (and replaced) at each change that may end or restart an idle wait."""
+    """Set (and replaced) at each change that may end or restart an idle wait, while one waits
+    (``_heeded``): a call costs no wake-up of a server that is never stopped idle."""
+    _heeded: bool = False
+    _configured: anyio.Event = field(default_factory=anyio.Event)
+    """Set (and replaced) when ``configure`` may have changed the idle time."""
 
     @classmethod
     def of(cls, entry: ServerEntry, settings: Settings, *, forced: bool = False) -> Demand:
@@ -64,6 +68,8 @@ class Demand:
         spec = entry.spec
         self.lazy = is_lazy(entry, settings)
         self.idle_stop = spec.idle_stop if spec is not None and spec.idle_stop is not None else settings.idle_stop
+        self._configured.set()
+        self._configured = anyio.Event()
         self._stir()
 
     # --- what needs the server ---------------------------------------------------------
@@ -125,9 +131,12 @@ class Demand:
         """Return once the server has been idle (no call in flight, no subscription) for its idle
         time. The caller acts before its next ``await``: nothing can start in between."""
         while True:
-            stirred = self._stirred
             seconds = self.idle_seconds()
-            if seconds is None or self.busy or self.subscriptions:
+            if seconds is None:
+                await self._configured.wait()
+                continue
+            stirred, self._heeded = self._stirred, True
+            if self.busy or self.subscriptions:
                 await stirred.wait()
                 continue
             with anyio.move_on_after(seconds):
@@ -136,5 +145,7 @@ class Demand:
                 return
 
     def _stir(self) -> None:
-        self._stirred.set()
-        self._stirred = anyio.Event()
+        if self._heeded:
+            self._heeded = False
+            self._stirred.set()
+            self._stirred = anyio.Event()
