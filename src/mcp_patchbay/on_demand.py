@@ -14,8 +14,6 @@ connection's life that acts on it is ``upstream``'s. ``check`` starts every serv
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -96,17 +94,19 @@ class Demand:
         """A lazy server, not needed yet, whose listing is known: it is not started now."""
         return self.lazy and not self.forced and not self.wanted
 
-    @contextmanager
-    def using(self) -> Generator[None]:
-        """A call or a request in flight: the server is needed, and not idle, until it ends."""
+    def using(self) -> Demand:
+        """A call or a request in flight (``with demand.using():``): the server is needed, and not
+        idle, until it ends. The demand is its own context manager: no generator on the call path."""
+        return self
+
+    def __enter__(self) -> None:
         self.busy += 1
-        self.want()
+        self._wanted.set()
         self._stir()
-        try:
-            yield
-        finally:
-            self.busy -= 1
-            self._stir()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.busy -= 1
+        self._stir()
 
     def subscribed(self, method: str, uri: str) -> None:
         """A ``resources/subscribe`` (or ``unsubscribe``) the server took."""
