@@ -23,7 +23,8 @@ Modules, by what they own:
 - Entry and wiring: ``cli/`` (``options`` the command line, ``logs`` where lines go and the
   terminal's status line, ``serving`` stdio serving and signals, ``check`` the report,
   ``importing`` and ``install`` the commands over ``clients/``, ``tools`` and ``calling`` the
-  tools and one call from the terminal; ``login``/``logout`` are ``oauth.commands``),
+  tools and one call from the terminal, ``trust`` what is held and approving it;
+  ``login``/``logout`` are ``oauth.commands``),
   ``early_handshake`` (``initialize``, and search mode's first lists, answered before the SDK
   is loaded), ``places`` (the proxy's own files on each OS: the default config, the data
   folder), ``start_memory`` (the most tools a config's last start found, for an early listing in
@@ -77,6 +78,9 @@ Modules, by what they own:
   servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's
   sign-in while serving, ``commands`` ``login`` and ``logout``).
+- Trust: ``trust/`` (pinned tool and prompt definitions and the scan of what the model reads:
+  ``fingerprint``, ``scan`` and its ``patterns.toml``, ``decide`` what to serve of a listing,
+  ``store`` the pins file, ``guard`` what the serving path asks; its own map says each module).
 - Other clients' files: ``clients/`` (where each MCP client keeps its config on Linux, macOS
   and Windows; reading their servers for ``import``; writing the proxy's entry for
   ``install``, with backups and the record ``uninstall`` undoes; its own map says each module).
@@ -86,7 +90,8 @@ I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notific
 ``outbox``, ``passthrough``, ``supervisor``, ``upstream``, ``connection_errors`` (a dying
 process's exit), ``listing``, ``transports/``, ``rawcalls``, ``sdk``, ``spawn``,
 ``start_memory`` and ``listing_cache`` (their files), ``oauth/`` (the browser, the
-loopback listener, the tokens' files) and ``clients/`` (``reading``, ``files``, ``records``,
+loopback listener, the tokens' files), ``trust/`` (``store``, ``locking`` and ``guard``: the pins
+file) and ``clients/`` (``reading``, ``files``, ``records``,
 ``running``: other clients' files and processes); ``config.loading`` reads the one file.
 
 Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with
