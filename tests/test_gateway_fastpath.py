@@ -157,7 +157,7 @@ async def test_calls_of_both_eras_on_one_kept_connection(path: str, mode: str) -
     async with gateway_before(Remote()) as (gateway, base), client(base, mode=mode) as c:
         for n in range(5):
             assert result_text(await c.call_tool("remote__echo", {"text": f"hi {n}"})) == f"hi {n}"
-        assert_path(gateway, path, 5, fast=5 if mode == "legacy" else 0)  # 2026-07-28: the SDK's entry
+        assert_path(gateway, path, 5)
         lane = lane_of(gateway)
         if lane is not None:
             assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage] - keep-alive: one connection
@@ -336,6 +336,56 @@ async def test_a_body_nested_too_deep_is_refused(path: str) -> None:
             assert refused.status_code == 400
             assert "max_json_depth" in refused.text
         assert gateway.fast.served == 0
+
+
+MODERN = "2026-07-28"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    body["params"]["_meta"] = MODERN_META
+    headers = {**HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": tool}
+    return body, headers
+
+
+async def test_a_stateless_call_gets_what_the_sdk_s_entry_answers(path: str) -> None:
+    async with gateway_before(Remote()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            body, headers = modern_call("remote__echo", {"text": "now"})
+            answer = await http.post("/mcp", json=body, headers=headers)
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json")
+            result = answer.json()["result"]
+            assert result["content"] == [{"type": "text", "text": "now"}] or result["content"][0]["text"] == "now"
+            assert result["resultType"] == "complete"
+            assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-patchbay"
+            unknown = (
+                await http.post("/mcp", json=modern_call("nope__x", {})[0], headers={**headers, "mcp-name": "nope__x"})
+            ).json()
+            assert unknown["result"]["isError"] is True
+            mismatched = await http.post("/mcp", json=body, headers={**headers, "mcp-name": "remote__work"})
+            assert mismatched.status_code == 400  # the Mcp-Name header says another tool: the SDK's refusal
+            envelope = {**body, "params": {"name": "remote__echo", "arguments": {"text": "x"}}}
+            assert (await http.post("/mcp", json=envelope, headers=headers)).status_code == 400  # no _meta envelope
+        assert gateway.fast.served == (2 if path == "fast" else 0)
+
+
+async def test_a_stateless_client_that_can_answer_is_asked_through_its_call(path: str) -> None:
+    async def sampling(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="modern"), model="m"
+        )
+
+    async with gateway_before(Remote()) as (gateway, base), client(base, mode="auto", sampling_callback=sampling) as c:
+        assert result_text(await c.call_tool("remote__ask", {})) == "modern"
+        assert gateway.fast.served == 0  # rounds may suspend it: the SDK's entry
+        if path == "fast":
+            lane = lane_of(gateway)
+            assert lane is not None and lane.served == 1
 
 
 # --- upstream faults, through the stdio proxy (the same Upstream and link) ---------------------

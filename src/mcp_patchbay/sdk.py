@@ -145,7 +145,8 @@ class SessionManager(StreamableHTTPSessionManager):
         (``remember_connection``): what the fast path (``gateway.fastpath``) calls with."""
         self.fast: FastPath | None = None
         """The gateway's fast path: offered every POST's read body first (True: it answered)."""
-        self._security = TransportSecurityMiddleware(self.security_settings)
+        self.security = TransportSecurityMiddleware(self.security_settings)
+        """The Host and Origin checks of the SDK's transports, for requests served past them."""
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
@@ -260,7 +261,7 @@ class SessionManager(StreamableHTTPSessionManager):
         member = self._member(scope) if self._member is not None and isinstance(user, AuthenticatedUser) else None
         if owner is not None and member is not None and member != owner:
             return None
-        if await self._security.validate_request(request, is_post=True) is not None:
+        if await self.security.validate_request(request, is_post=True) is not None:
             return None
         if owner is not None:
             self._recency[owner].move_to_end(session_id)

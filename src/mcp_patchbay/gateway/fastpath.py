@@ -2,10 +2,11 @@
 
 ``FastPath`` is offered every POST's read body by ``sdk.SessionManager`` (after the sign-in
 middleware, before anything else reads it). It takes a well-formed ``tools/call`` of a live
-2025-era session whose connection it knows, and runs it through ``Proxy.run_tool`` (the same
-tool path as every call: access rules, names, arguments, the upstream's policies, the error
-edge, metrics and logs) on the parsed JSON, answering with one ``application/json`` body. No
-SDK transport, dispatcher task or pydantic model on the way.
+2025-era session whose connection it knows, or a stateless 2026-07-28 one that passes the
+SDK entry's checks (``modern_route``) and whose client cannot be asked for input, and runs it
+through ``Proxy.run_tool`` (the same tool path as every call: access rules, names, arguments,
+the upstream's policies, the error edge, metrics and logs) on the parsed JSON, answering with
+one ``application/json`` body. No SDK transport, dispatcher task or pydantic model on the way.
 
 It keeps what the SDK's path gives that call:
 
@@ -23,9 +24,9 @@ It keeps what the SDK's path gives that call:
   ``max_json_depth`` is not taken (the SDK's path refuses it).
 
 Everything else goes on to the SDK's path untouched: other methods, a session it does not know
-yet (its first requests went there), a call that asks for progress (its notices ride an SSE
-answer), malformed calls, 2026-07-28 requests (their envelope, headers and ``requestState``
-checks are the SDK's). ``PATCHBAY_FAST_PATH=0`` turns it off.
+yet, a call that asks for progress (its notices ride an SSE answer), malformed calls, and
+2026-07-28 calls that carry ``requestState`` or whose client declared sampling, elicitation or
+roots (``rounds`` may suspend them). ``PATCHBAY_FAST_PATH=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -33,12 +34,24 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PARAM_HEADER_PREFIX,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -81,6 +94,7 @@ class FastPath:
         self.max_depth = max_depth
         self.served = 0
         """Calls answered here (tests read it: the path was taken)."""
+        self._server_info = proxy.server.server_info_stamp
         self._calls: dict[tuple[str, Any], anyio.CancelScope] = {}
         """(session id, request id) -> the call in flight, for the client's notifications/cancelled."""
 
@@ -90,7 +104,8 @@ class FastPath:
         headers = dict(scope["headers"])
         session_id = headers.get(_SESSION)
         version = headers.get(_VERSION)
-        if session_id is None or (version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS):
+        modern = version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+        if session_id is None and not modern:
             return False
         if self.max_depth is not None and deeper_than(body, self.max_depth):
             return False
@@ -101,6 +116,10 @@ class FastPath:
         if not isinstance(message, dict):
             return False
         values = cast("dict[str, Any]", message)
+        if modern:
+            return await self._modern(scope, receive, send, values)
+        if session_id is None:
+            return False
         sid = session_id.decode("latin-1")
         if values.get("method") == "notifications/cancelled":
             return await self._cancelled(scope, receive, send, sid, values)
@@ -142,6 +161,50 @@ class FastPath:
                 ],
             }
         )
+        await send({"type": "http.response.body", "body": out})
+        return True
+
+    async def _modern(self, scope: Scope, receive: Receive, send: Send, values: dict[str, Any]) -> bool:
+        """A stateless 2026-07-28 ``tools/call`` the SDK's entry would serve as one exchange: the
+        same checks first (``sdk.modern_route``); one that could be asked for input (its client
+        declared sampling, elicitation or roots: ``rounds``) or resumes one takes the SDK's path."""
+        call = _call_of(values)
+        if call is None:
+            return False
+        request = Request(scope, receive)
+        connection = await modern_route(self.manager, request, values, self.proxy.server.get_tool_input_schema)
+        if connection is None:
+            return False
+        caps = connection.client_capabilities
+        if caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None):
+            return False
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            session=ServerSession(cast(Any, _NO_STREAM), connection),
+            lifespan_context={},
+            protocol_version=connection.protocol_version,
+            method="tools/call",
+            params=values.get("params"),
+            request_id=call[0],
+            request=request,
+        )
+        answer = await self._run(ctx, ("", object()), receive, call)
+        if answer is None:
+            return True
+        self.served += 1
+        status = 200
+        if "result" in answer:  # what the SDK's entry stamps on a 2026-07-28 result
+            result = answer["result"]
+            result.setdefault("resultType", "complete")
+            meta = result.get("_meta")
+            if meta is None or (
+                isinstance(meta, dict) and cast("dict[str, Any]", meta).get(SERVER_INFO_META_KEY) is None
+            ):
+                result["_meta"] = {**cast("dict[str, Any]", meta or {}), SERVER_INFO_META_KEY: self._server_info}
+        else:
+            status = ERROR_CODE_HTTP_STATUS.get(answer["error"]["code"], 200)
+        out = json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
+        start = [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": start})
         await send({"type": "http.response.body", "body": out})
         return True
 
@@ -201,6 +264,34 @@ class FastPath:
         await send({"type": "http.response.start", "status": 202, "headers": [(_SESSION, sid.encode("latin-1"))]})
         await send({"type": "http.response.body", "body": b""})
         return True
+
+
+async def modern_route(
+    manager: SessionManager, request: Request, body: dict[str, Any], input_schema: Callable[[str], Any] | None
+) -> Connection | None:
+    """A stateless 2026-07-28 request's connection when it passes what the SDK's entry
+    checks before serving it (``handle_modern_request``: Host and Origin, Accept, duplicated
+    routing headers, the ``_meta`` envelope against the headers, a call's ``Mcp-Param-*``
+    headers against the tool's schema); None: the SDK's entry is to answer it."""
+    if await manager.security.validate_request(request, is_post=True) is not None:
+        return None
+    has_json, has_sse = check_accept_headers(request)
+    if not has_json or not (has_sse or manager.json_response):
+        return None
+    if find_duplicated_routing_header(request.headers.items()) is not None:
+        return None
+    verdict = classify_inbound_request(body, headers=dict(request.headers))
+    if isinstance(verdict, InboundLadderRejection):
+        return None
+    params = cast("dict[str, Any]", body.get("params") or {})
+    arguments = cast("dict[str, Any]", params.get("arguments") or {})
+    if input_schema is not None and (
+        arguments or any(name.startswith(MCP_PARAM_HEADER_PREFIX.lower()) for name in request.headers)
+    ):
+        schema = input_schema(str(params.get("name")))
+        if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
+            return None
+    return Connection.from_envelope(verdict.protocol_version, verdict.client_info, verdict.client_capabilities)
 
 
 def _call_of(message: dict[str, Any]) -> tuple[Any, str, dict[str, Any] | None, dict[str, Any] | None] | None:
