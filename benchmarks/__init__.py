@@ -22,7 +22,7 @@ HTTP gateway:
 - ``gateway``: the gateway against its upstream served directly, both eras, CPU and memory
   per session; ``gateway_load`` its load generator (a process per run), ``gateway_profile`` a
   py-spy profile of it. The upstream is ``tests/servers/gateway_upstream.py``, shared with the
-  conformance tests.
+  conformance tests. ``gateway_peer``: mcp-hub beside them (``gateway --peer``).
 - ``replicas`` (``scripts/replicas``): three gateways behind HAProxy, one killed mid-run;
   ``replicas_clients`` the clients, ``replicas_report`` the verdicts, ``replicas_upstream`` each
   replica's upstream.

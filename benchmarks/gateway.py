@@ -11,6 +11,11 @@ Benchmarks, not tests. Three processes besides this one:
 - the load generator, ``benchmarks/gateway_load.py``, a new process for every run: raw
   HTTP/1.1 with pre-built request bytes (``--client sdk``: the SDK's ``Client``).
 
+With ``--peer``, a peer users would pick stands beside them (``gateway_peer``: mcp-hub, installed
+once into the git-ignored ``.bench/peers``) in front of the same upstream, measured in the same
+interleaved 2025-era cells (it serves the HTTP+SSE transport: ``gateway_load.py --era sse``), and
+a second table gives the three sides with their ratios to direct and their CPU per call.
+
 Calls per second, median and p99 latency of ``tools/call`` with 1, 10 and 100 concurrent
 clients (each its own connection, one call at a time), for both eras: 2025-11-25 sessions and
 stateless 2026-07-28 requests. Each cell runs ``--reps`` times per side, the sides
@@ -45,6 +50,7 @@ from typing import IO, Any
 
 from benchmarks.common import PY, ROOT, WORK, errlog, log, median, write_config
 from benchmarks.gateway_load import Connection, HTTPError, http_request
+from benchmarks.gateway_peer import hub, install, render_peer
 from benchmarks.processes import cpu_seconds, free_port, rss_kib
 
 UPSTREAM_SCRIPT = str(ROOT / "tests" / "servers" / "gateway_upstream.py")
@@ -195,11 +201,13 @@ def compare(
     reps: int,
     seconds: float,
     warmup: float,
+    peer: Side | None = None,
 ) -> list[dict[str, Any]]:
-    """Each cell: ``reps`` runs per side, the order rotating every repetition; medians of runs."""
-    sides = [direct, through]
+    """Each cell: ``reps`` runs per side, the order rotating every repetition; medians of runs.
+    ``peer`` (mcp-hub, HTTP+SSE: ``gateway_peer``) runs in the 2025-era cells beside them."""
     cells: list[dict[str, Any]] = []
     for era in eras:
+        sides = [direct, through] + ([peer] if peer is not None and era == "2025" else [])
         for clients in concurrency:
             runs: dict[str, list[dict[str, Any]]] = {side.label: [] for side in sides}
             for rep in range(reps):
@@ -208,7 +216,8 @@ def compare(
                 if rep % 2:
                     order.reverse()
                 for side in order:
-                    runs[side.label].append(load_run(side, era, clients, seconds=seconds, warmup=warmup))
+                    side_era = "sse" if side is peer else era
+                    runs[side.label].append(load_run(side, side_era, clients, seconds=seconds, warmup=warmup))
                 log(
                     f"  era {era}, {clients:3d} clients, rep {rep + 1}/{reps}: "
                     + ", ".join(
@@ -227,6 +236,8 @@ def compare(
                 "added_median_ms": g["median_ms"] - d["median_ms"],
                 "added_p99_ms": g["p99_ms"] - d["p99_ms"],
             }
+            if peer is not None and peer.label in runs:
+                cell["peer"] = summarize(runs[peer.label])
             cells.append(cell)
     return cells
 
@@ -406,7 +417,9 @@ def render(report: dict[str, Any]) -> str:
             f"{g['client_cpu_ms_per_call']:.2f} | {verdict(ok)} |"
         )
     errors = sum(c["direct"]["errors"] + c["gateway"]["errors"] for c in report["cells"])
+    errors += sum(c["peer"]["errors"] for c in report["cells"] if "peer" in c)
     lines.append(f"\nerrors in all runs: {errors}")
+    lines += render_peer(report)
     if report.get("memory"):
         lines += ["", "| side | idle 2025 sessions | process | RSS before MiB | after MiB | per session KiB |"]
         lines.append("| --- | ---: | --- | ---: | ---: | ---: |")
@@ -442,6 +455,7 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--upstream-tools", type=int, default=1, help="tools the upstream lists (a larger catalog)")
     parser.add_argument("--no-client-cost", action="store_true")
+    parser.add_argument("--peer", action="store_true", help="mcp-hub beside them (gateway_peer; installs it once)")
     parser.add_argument(
         "--aa",
         action="store_true",
@@ -471,6 +485,13 @@ def main() -> None:
         else:
             gw, gw_url, report["gateway_ready_s"] = stack.enter_context(gateway(up_url))
             through = Side("gateway", gw_url, "bench__echo", {"upstream": up.pid, "gateway": gw.pid})
+        peer: Side | None = None
+        if args.peer:
+            problem = install()
+            if problem is not None:
+                sys.exit(f"benchmarks.gateway: mcp-hub: {problem}")
+            hub_process, hub_url = stack.enter_context(hub(up_url))
+            peer = Side("mcp-hub", hub_url, "bench__echo", {"upstream": up.pid, "peer": hub_process.pid})
         probe = load_run(through, "2025", 1, seconds=0.2, warmup=0.1)
         probe_modern = load_run(through, "2026", 1, seconds=0.2, warmup=0.1)
         if probe["errors"] or probe_modern["errors"]:
@@ -489,6 +510,7 @@ def main() -> None:
             reps=args.reps,
             seconds=args.seconds,
             warmup=args.warmup,
+            peer=peer,
         )
         if not args.no_client_cost:
             report["client_cost"] = client_cost(direct, eras, max(1.0, args.seconds / 2), args.warmup)

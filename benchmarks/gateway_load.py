@@ -9,6 +9,9 @@ over and over, one call at a time. ``--era 2025``: each client first opens a 202
 every call, then ends it with DELETE. ``--era 2026``: stateless 2026-07-28 requests (the
 ``_meta`` envelope and the ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` headers).
 
+``--era sse``: the older HTTP+SSE transport (2024-11-05), as peers such as mcp-hub serve it:
+a GET stream per client that names the endpoint to POST to; the answers come on the stream.
+
 ``--client raw`` (the default) writes pre-built request bytes on asyncio protocols and reads
 just enough of the answer to know it is complete (Content-Length or chunks) and not an error:
 no HTTP library, no JSON parsing of answers, so that the client costs a small part of what the
@@ -233,6 +236,103 @@ class RawClient:
         self.connection.close()
 
 
+class _Stream(asyncio.Protocol):
+    """An HTTP+SSE GET stream: its ``data:`` lines, de-chunked, handed out as they complete."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.raw = bytearray()
+        self.body = bytearray()
+        self.head_done = False
+        self.lines: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.raw += data
+        if not self.head_done:
+            end = self.raw.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            del self.raw[: end + 4]
+            self.head_done = True
+        while True:  # chunked transfer encoding
+            line_end = self.raw.find(b"\r\n")
+            if line_end < 0:
+                break
+            size = int(self.raw[:line_end].split(b";")[0] or b"0", 16)
+            if len(self.raw) < line_end + 2 + size + 2:
+                break
+            self.body += self.raw[line_end + 2 : line_end + 2 + size]
+            del self.raw[: line_end + 2 + size + 2]
+        while True:
+            end = self.body.find(b"\n")
+            if end < 0:
+                break
+            line = bytes(self.body[:end]).rstrip(b"\r")
+            del self.body[: end + 1]
+            if line.startswith(b"data:"):
+                self.lines.put_nowait(line[5:].strip())
+
+
+class SseClient:
+    """One client of the HTTP+SSE transport: a GET stream for answers, a keep-alive connection for POSTs."""
+
+    def __init__(self, url: str, era: str, tool: str) -> None:
+        rest = url.split("://", 1)[1]
+        self.host, _, path = rest.partition("/")
+        self.path = "/" + path
+        self.tool = tool
+        self.next_id = 1
+        self.endpoint = ""
+        self.stream: _Stream | None = None
+        self.connection: Connection | None = None
+
+    async def connect(self) -> None:
+        hostname, _, port = self.host.rpartition(":")
+        loop = asyncio.get_running_loop()
+        _, self.stream = await loop.create_connection(_Stream, hostname, int(port))
+        assert self.stream.transport is not None
+        self.stream.transport.write(http_request("GET", self.path, self.host, {"accept": "text/event-stream"}))
+        self.endpoint = (await asyncio.wait_for(self.stream.lines.get(), 30)).decode()
+        _, self.connection = await loop.create_connection(Connection, hostname, int(port))
+        init = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+        await self._ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def _post(self, message: dict[str, Any]) -> None:
+        assert self.connection is not None
+        headers = {"content-type": "application/json"}
+        status, _, answer = await self.connection.send(
+            http_request("POST", self.endpoint, self.host, headers, json.dumps(message).encode())
+        )
+        if status >= 300:
+            raise HTTPError(f"POST: HTTP {status}: {answer[:300]!r}")
+
+    async def _ask(self, message: dict[str, Any]) -> bytes:
+        assert self.stream is not None
+        await self._post(message)
+        marker = f'"id":{message["id"]}'.encode()
+        while True:
+            line = await self.stream.lines.get()
+            if marker in line.replace(b" ", b""):
+                return line
+
+    async def call(self) -> None:
+        self.next_id += 1
+        params = {"name": self.tool, "arguments": {"text": "hi"}}
+        answer = await self._ask({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params})
+        if b'"result"' not in answer or b'"isError":true' in answer:
+            raise HTTPError(f"tools/call: {answer[:300]!r}")
+
+    async def close(self) -> None:
+        for part in (self.connection, self.stream):
+            if part is not None and part.transport is not None:
+                part.transport.close()
+
+
 class SDKClient:
     """The SDK's ``Client`` over its streamable HTTP transport (httpx2), one per caller."""
 
@@ -271,7 +371,7 @@ async def read_line() -> str:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    kind = RawClient if args.client == "raw" else SDKClient
+    kind = SseClient if args.era == "sse" else RawClient if args.client == "raw" else SDKClient
     clients = [kind(args.url, args.era, args.tool) for _ in range(args.clients)]
     # Connect in waves, so that a hundred sessions opening at once do not look like an attack.
     for start in range(0, len(clients), 20):
@@ -281,7 +381,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     stop_at = 0.0
     recording = False
 
-    async def caller(c: RawClient | SDKClient) -> None:
+    async def caller(c: RawClient | SseClient | SDKClient) -> None:
         clock = time.perf_counter
         while True:
             started = clock()
@@ -327,7 +427,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
-    parser.add_argument("--era", choices=["2025", "2026"], required=True)
+    parser.add_argument("--era", choices=["2025", "2026", "sse"], required=True)
     parser.add_argument("--clients", type=int, default=1)
     parser.add_argument("--tool", default="echo")
     parser.add_argument("--seconds", type=float, default=3.0)
