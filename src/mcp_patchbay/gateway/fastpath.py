@@ -31,6 +31,7 @@ roots (``rounds`` may suspend them). ``PATCHBAY_FAST_PATH=0`` turns it off.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -215,39 +216,29 @@ class FastPath:
         receive: Receive,
         call_of: tuple[Any, str, dict[str, Any] | None, dict[str, Any] | None],
     ) -> dict[str, Any] | None:
-        """The call's JSON-RPC answer; None when it was cancelled (the client hung up or said so)."""
-        answer: dict[str, Any] | None = None
+        """The call's JSON-RPC answer; None when it was cancelled (the client hung up or said so).
+
+        The call runs in this task; a plain asyncio task watches for the client hanging up (an
+        anyio task group here was a tenth of the gateway's CPU per call)."""
         request_id, name, arguments, meta = call_of
-
-        async def call(scope: anyio.CancelScope) -> None:
-            nonlocal answer
-            try:
-                result = await self.proxy.run_tool(name, arguments, None, meta, request=ctx)
-            except MCPError as exc:  # unknown_tool: "error"
-                error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
-                answer = {"jsonrpc": "2.0", "id": request_id, "error": error}
-            else:
-                for later in LATER_CALL_FIELDS.intersection(result):
-                    del result[later]
-                answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
-            scope.cancel()
-
-        async def hang_up(scope: anyio.CancelScope) -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            logger.debug("fast path: the client of call %r hung up", request_id)
-            scope.cancel()
-
         if key in self._calls:
             return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": "Duplicate request id"}}
+        scope = self._calls[key] = anyio.CancelScope()
+        watcher = asyncio.get_running_loop().create_task(_hang_up(receive, scope, request_id))
         try:
-            async with anyio.create_task_group() as tg:
-                self._calls[key] = tg.cancel_scope
-                tg.start_soon(call, tg.cancel_scope)
-                tg.start_soon(hang_up, tg.cancel_scope)
+            with scope:
+                try:
+                    result = await self.proxy.run_tool(name, arguments, None, meta, request=ctx)
+                except MCPError as exc:  # unknown_tool: "error"
+                    error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+                for later in LATER_CALL_FIELDS.intersection(result):
+                    del result[later]
+                return {"jsonrpc": "2.0", "id": request_id, "result": result}
+            return None  # cancelled
         finally:
-            self._calls.pop(key, None)
-        return answer
+            watcher.cancel()
+            del self._calls[key]
 
     async def _cancelled(self, scope: Scope, receive: Receive, send: Send, sid: str, values: dict[str, Any]) -> bool:
         """The client's ``notifications/cancelled`` for a call of its session in flight here."""
@@ -292,6 +283,14 @@ async def modern_route(
         if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
             return None
     return Connection.from_envelope(verdict.protocol_version, verdict.client_info, verdict.client_capabilities)
+
+
+async def _hang_up(receive: Receive, scope: anyio.CancelScope, request_id: Any) -> None:
+    """Cancel ``scope`` when the client hangs up (its body was read: only a disconnect is left)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    logger.debug("fast path: the client of call %r hung up", request_id)
+    scope.cancel()
 
 
 def _call_of(message: dict[str, Any]) -> tuple[Any, str, dict[str, Any] | None, dict[str, Any] | None] | None:
