@@ -28,7 +28,8 @@ with ``url`` is a remote server, streamable HTTP unless ``"type": "sse"``, with
 that clients keep in entries for themselves (:data:`IGNORED_ENTRY_KEYS`) are ignored.
 
 ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the
-environment in ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and header values.
+environment in ``command``, ``args``, ``env`` values, ``cwd``, ``url``, header values and
+``oauth.client_secret``; ``${secret:NAME}`` in the same places, from the OS keyring.
 A relative ``cwd`` is taken relative to the config file's directory (``~/`` is the home directory).
 
 Mistakes are reported with the file and the key path. A mistake in the file as a whole
@@ -37,7 +38,8 @@ a mistake inside one server entry only disables that entry: it is still returned
 ``spec=None`` and a ``problem`` saying why.
 
 The package is pure apart from reading the one file (and resolving paths to detect an
-entry that would launch patchbay itself with this same file). Its modules, each owning
+entry that would launch patchbay itself with this same file, and reading the keyring for
+``${secret:NAME}``). Its modules, each owning
 one thing (a module imports only those listed above it):
 
 - ``keys``: the names of the file's keys (top level, server entries). Imports nothing,
@@ -50,7 +52,9 @@ one thing (a module imports only those listed above it):
 - ``gateway``: ``GatewaySettings``, the ``"gateway"`` object (listening, access rules,
   OAuth, the gateway's limits).
 - ``jsontext``: the file's text as JSON, remembering keys given more than once.
-- ``variables``: ``${VAR}`` expansion.
+- ``secretstore``: the OS keyring, where ``${secret:NAME}`` values live (``keyring`` is
+  imported only when a secret is named).
+- ``variables``: ``${VAR}`` and ``${secret:NAME}`` expansion.
 - ``selfref``: whether an entry would launch patchbay itself with this same config.
 - ``entries``: one server entry, from its JSON object to a :class:`ServerEntry`.
 - ``profiles``: the ``"profiles"`` object, :func:`apply_profile` (a Config narrowed to one
