@@ -24,7 +24,9 @@ can be pointed at directly::
 An entry with ``command`` is launched over stdio (``args``, ``env``, ``cwd``); an entry
 with ``url`` is a remote server, streamable HTTP unless ``"type": "sse"``, with
 ``headers``. Both kinds take patchbay's own keys ``timeout``, ``tool_timeouts``,
-``disabled``, ``tools`` (``allow``/``deny``/``always_list`` glob lists) and ``max_concurrency``. Keys
+``disabled``, ``tools`` (``allow``/``deny``/``always_list`` glob lists, and ``overrides``: what the
+model sees of a tool instead of the upstream's definition), ``prompts`` (their ``overrides``) and
+``max_concurrency``. Keys
 that clients keep in entries for themselves (:data:`IGNORED_ENTRY_KEYS`) are ignored.
 
 ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the
@@ -46,6 +48,9 @@ one thing (a module imports only those listed above it):
   not even pydantic, so code that runs before pydantic is loaded can use it.
 - ``problems``: :class:`ConfigProblem`, :class:`ConfigError`, and how mistakes are
   worded (key paths, quoting, "did you mean", pydantic errors as short messages).
+- ``overrides``: the models of an entry's ``tools.overrides`` and ``prompts.overrides`` (a
+  tool's or prompt's new name, description, arguments, annotations), checked as far as the file
+  alone can tell (``mcp_patchbay.overrides`` applies them to what the server lists).
 - ``models``: the pydantic models and dataclasses a loaded config is made of (server
   entries, tool filters, the whole file) and what the models share (``STRICT_MODEL``).
 - ``settings``: ``Settings``, the ``"patchbay"`` object, each key with its default.
@@ -85,22 +90,34 @@ if TYPE_CHECKING:
         StdioSpec,
         ToolFilter,
     )
+    from mcp_patchbay.config.overrides import (
+        AnnotationsOverride,
+        ArgumentOverride,
+        PromptOptions,
+        PromptOverride,
+        ToolOverride,
+    )
     from mcp_patchbay.config.problems import ConfigError, ConfigProblem
     from mcp_patchbay.config.profiles import apply_profile
     from mcp_patchbay.config.settings import Settings
 
 __all__ = [
     "IGNORED_ENTRY_KEYS",
+    "AnnotationsOverride",
+    "ArgumentOverride",
     "Config",
     "ConfigError",
     "ConfigProblem",
     "OAuthSettings",
     "Profile",
+    "PromptOptions",
+    "PromptOverride",
     "RemoteSpec",
     "ServerEntry",
     "Settings",
     "StdioSpec",
     "ToolFilter",
+    "ToolOverride",
     "apply_profile",
     "load_config",
     "parse_config",
@@ -116,6 +133,11 @@ _MODULE_OF: Final[Mapping[str, str]] = {
     "Settings": "settings",
     "StdioSpec": "models",
     "ToolFilter": "models",
+    "AnnotationsOverride": "overrides",
+    "ArgumentOverride": "overrides",
+    "PromptOptions": "overrides",
+    "PromptOverride": "overrides",
+    "ToolOverride": "overrides",
     "ConfigError": "problems",
     "ConfigProblem": "problems",
     "apply_profile": "profiles",
