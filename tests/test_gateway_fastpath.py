@@ -11,6 +11,7 @@ HTTP fault server.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import AsyncGenerator
@@ -29,6 +30,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.gateway import fastpath
 from mcp_patchbay.gateway.app import Gateway
+from mcp_patchbay.jsonrpc import Bounds
 from mcp_patchbay.transports import http_lane
 from mcp_patchbay.transports.http_lane import HttpLane
 from tests.e2e_util import proxy_rig
@@ -460,3 +462,56 @@ async def test_credentials_refused_mid_session(tmp_path: Path, path: str) -> Non
             lane = rig_lane(rig)
             assert lane is not None and lane.fell_back == 1  # the 401 went through the SDK's auth flow
         assert faults.calls.get("unauthorized") is None
+
+
+# --- the lane's own connections ------------------------------------------------------------------
+
+
+async def test_a_kept_connection_the_server_closed_is_replaced_without_losing_the_call() -> None:
+    """A keep-alive connection the server closes as the next request arrives (its idle timeout
+    racing the request): nothing of an answer was read, so the lane sends it once more on a new one."""
+    answered: list[str] = []
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        served_here = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                body = json.loads(await reader.readexactly(length))
+                if served_here == 1 and len(writers) == 1:
+                    return  # the first connection's second request: closed unanswered
+                served_here += 1
+                answered.append(body["params"]["name"])
+                answer = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}).encode()
+                head_out = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(answer)}\r\n\r\n"
+                writer.write(head_out.encode() + answer)
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def nowhere(message: Any) -> None:
+        raise AssertionError("nothing is handed to the SDK's session here")
+
+    lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=nowhere, inject=nowhere, spawn=print)
+    lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
+    try:
+        with anyio.fail_after(10):
+            assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
+            assert await lane.request("tools/call", {"name": "b"}) == {"content": []}
+        assert answered == ["a", "b"]
+        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+        assert lane.served == 2 and lane.fell_back == 0
+    finally:
+        lane.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()

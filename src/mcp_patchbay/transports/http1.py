@@ -165,6 +165,7 @@ class Pool:
             self._ssl = httpx2.create_ssl_context()  # what the SDK's client trusts
         self._connect_timeout = connect_timeout
         self._idle: list[Connection] = []
+        self._closed = False
         self.opened = 0
         """Connections opened so far (tests read it: keep-alive works)."""
 
@@ -185,12 +186,14 @@ class Pool:
 
     def release(self, connection: Connection) -> None:
         """Back to the pool when its answer was read whole and it is kept alive; else closed."""
-        if connection.reusable and len(self._idle) < MAX_IDLE:
+        if connection.reusable and len(self._idle) < MAX_IDLE and not self._closed:
             self._idle.append(connection)
         else:
             connection.close()
 
     def close(self) -> None:
+        """Close the idle connections now, and those in use as they are released."""
+        self._closed = True
         for connection in self._idle:
             connection.close()
         self._idle.clear()

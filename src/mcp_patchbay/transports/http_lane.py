@@ -229,7 +229,7 @@ class HttpLane(RawCalls):
             try:
                 status, headers = await connection.request(head, body)
                 break
-            except ProtocolError:
+            except ConnectionError:  # ProtocolError included: closed, reset
                 connection.close()
                 if not reused:
                     raise
