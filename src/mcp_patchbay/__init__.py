@@ -9,11 +9,13 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
     stdio:  client_wire ─> lane.CallLane (handshake-era tools/call, JSON values) ─────────┐
             client_wire ─> the SDK's Server ─> server.Proxy._call_tool ─> call_path ─────┤
     HTTP:   gateway.edge ─> gateway.app ─> sdk.SessionManager ─> the SDK's Server ─> ... ┤
+            gateway.edge ─> gateway.app ─> sdk.SessionManager ─> gateway.fastpath ────────┤
                                                                                           v
       call_path.ToolPath.run: views (what the caller may see) ─> naming (mistaken names)
         ─> arguments ─> upstream.chain = policies (breaker ─> deadline ─> bulkhead ─> retry)
         ─> upstream.send_call ─> rawcalls (stdio: the request line on the pipe, answer by id)
-                                 or sdk.send_raw (HTTP/SSE: the SDK's session, JSON values)
+                                 or transports.http_lane (streamable HTTP: a POST of its own)
+                                 or sdk.send_raw (SSE, or what the lane leaves: the SDK's session)
         ─> results (size limit) ─> back the way it came.
       Errors: foreign exceptions become ours in ``foreign_errors.translate``/``foreign_errors.translated`` only;
       ours become what the client sees in ``call_path.ToolPath.error_result`` only.

@@ -110,6 +110,9 @@ class SessionManager(StreamableHTTPSessionManager):
       request for it gets the 404 of an unknown session (the SDK compares the token's
       client, issuer and subject only, so two JWTs without ``sub`` and with one ``azp``
       shared sessions).
+    - The gateway's fast path (``fast``) is offered each POST's body first, with what it needs of
+      a session: ``usable_session`` (the checks the SDK would make), ``connections`` (each
+      session's connection) and ``holding`` (its idle timer).
     - A client that goes away while sending a body is one DEBUG line (the SDK logged it
       at ERROR with a traceback, and passed the error into the session).
     """
