@@ -603,3 +603,13 @@ def test_check_names_the_overrides_skipped_with_their_keys(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert f"warning: 2 override(s) skipped, not fitting what the server listed ({config}):" in out
     assert "  plain.tools.overrides.kill: server 'plain' lists no tool 'kill'; this override is skipped" in out
+
+
+def test_a_gateway_access_rule_refuses_overrides_which_belong_to_the_entry() -> None:
+    token = "t" * 32
+    rule = {"tokens": ["alice"], "tools": {"time": {"overrides": {"get_time": {"name": "now"}}}}}
+    document = {"mcpServers": {"time": {"command": "x"}}, "gateway": {"tokens": {"alice": token}, "access": [rule]}}
+    with pytest.raises(ConfigError) as raised:
+        parse_config(json.dumps(document), CFG, {})
+    assert "gateway.access[0]" in str(raised.value) and "tools.time.overrides" in str(raised.value)
+    assert "belong to the server's entry" in str(raised.value)

@@ -128,6 +128,12 @@ class AccessRule(BaseModel, frozen=True):
             raise ValueError("'claim' and 'values' go together")
         if self.profile is not None and {"servers", "tools"} & self.model_fields_set:
             raise ValueError("a rule with 'profile' grants that profile's servers and tools: leave out its own")
+        for server, tools in self.tools.items():
+            if tools.overrides:
+                raise ValueError(
+                    f"tools.{server}.overrides: overrides belong to the server's entry (its 'tools': "
+                    '{"overrides": ...}), where every caller sees them; a rule only allows or denies tools'
+                )
         return self
 
 
