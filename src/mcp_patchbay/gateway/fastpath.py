@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
+import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
@@ -111,7 +112,7 @@ class FastPath:
         if self.max_depth is not None and deeper_than(body, self.max_depth):
             return False
         try:
-            message = json.loads(body)
+            message = _loads(body)
         except (ValueError, RecursionError):
             return False
         if not isinstance(message, dict):
@@ -150,7 +151,7 @@ class FastPath:
         if answer is None:
             return True  # cancelled: a cancelled request gets no answer
         self.served += 1
-        out = json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
+        out = pydantic_core.to_json(answer)
         await send(
             {
                 "type": "http.response.start",
@@ -203,7 +204,7 @@ class FastPath:
                 result["_meta"] = {**cast("dict[str, Any]", meta or {}), SERVER_INFO_META_KEY: self._server_info}
         else:
             status = ERROR_CODE_HTTP_STATUS.get(answer["error"]["code"], 200)
-        out = json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
+        out = pydantic_core.to_json(answer)
         start = [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": start})
         await send({"type": "http.response.body", "body": out})
@@ -283,6 +284,14 @@ async def modern_route(
         if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
             return None
     return Connection.from_envelope(verdict.protocol_version, verdict.client_info, verdict.client_capabilities)
+
+
+def _loads(data: bytes) -> Any:
+    """JSON read by pydantic-core (a third of ``json``'s time); what it refuses, ``json`` reads."""
+    try:
+        return pydantic_core.from_json(data)
+    except ValueError:
+        return json.loads(data)
 
 
 async def _hang_up(receive: Receive, scope: anyio.CancelScope, request_id: Any) -> None:
