@@ -26,6 +26,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.gateway import fastpath
@@ -509,6 +510,39 @@ async def test_a_kept_connection_the_server_closed_is_replaced_without_losing_th
         assert answered == ["a", "b"]
         assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
         assert lane.served == 2 and lane.fell_back == 0
+    finally:
+        lane.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()
+
+
+async def test_a_json_answer_without_the_response_fails_the_call() -> None:
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+        answer = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
+        out = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(answer)}\r\n\r\n"
+        writer.write(out.encode() + answer)
+        await writer.drain()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    injected: list[Any] = []
+
+    async def inject(message: Any) -> None:
+        injected.append(message)
+
+    lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=inject, inject=inject, spawn=print)
+    lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
+    try:
+        with anyio.fail_after(10), pytest.raises(MCPError, match="no response"):
+            await lane.request("tools/call", {"name": "a"})
+        assert len(injected) == 1  # the notice went on to the SDK's session
     finally:
         lane.close()
         server.close()

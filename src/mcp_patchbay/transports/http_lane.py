@@ -204,6 +204,8 @@ class HttpLane(RawCalls):
         try:
             await self._exchange(request_id, head, body, future)
             self.served += 1
+            if not future.done():  # a JSON body that was a message, not the answer
+                raise MCPError(types.INTERNAL_ERROR, "The server's answer held no response to the request")
             return future.result()
         except Fallback:
             self.fell_back += 1
