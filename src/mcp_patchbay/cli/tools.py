@@ -34,6 +34,7 @@ from mcp_patchbay.cli.options import EXIT_CONFIG, UsageError, default_config_if_
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
+    from mcp_patchbay.diagnosis import Diagnosis
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.transports import Connector
     from mcp_patchbay.upstream import Upstream
@@ -50,7 +51,7 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-"""``call``: the result is an ``isError`` one; ``tools``: a server is not ready, or nothing matched."""
+"""``call``: the result is an ``isError`` one; ``tools``: a server failed (not ``Diagnosis.ok``), or nothing matched."""
 EXIT_USAGE = EXIT_CONFIG
 """A usage or config mistake: nothing was started."""
 QUIET_LEVEL = "CRITICAL"
@@ -116,8 +117,9 @@ def _tools_parser() -> Parser:
         prog="mcp-patchbay tools",
         description="List the tools a client of the proxy reaches, grouped by server, with each server's state; "
         "with QUERY, search them as find_tools does (the same ranking).",
-        epilog="Exit status: 0 when every server is ready (and, with QUERY, something matched); 1 when a server "
-        "is not ready or nothing matched; 2 for a usage or config mistake. "
+        epilog="Exit status: 0 when every server is ready or not running by the config's choice (disabled, lazy, "
+        "stopped idle) and, with QUERY, something matched; 1 when a server failed or nothing matched; 2 for a "
+        "usage or config mistake. "
         "Call a tool with: mcp-patchbay call NAME KEY=VALUE ...",
     )
     parser.add_argument("query", nargs="*", metavar="QUERY", help="what you need to do, in a few words")
@@ -288,7 +290,7 @@ async def list_tools(
         _print_listing(report)
     else:
         _print_matches(report)
-    ready = all(state["state"] in ("ready", "disabled") for state in report["servers"])
+    ready = all(state["ok"] for state in report["servers"])
     return EXIT_OK if ready and (query is None or report["matches"]) else EXIT_FAILED
 
 
@@ -312,7 +314,7 @@ async def tools_report(
         "listed": [tool.name for tool in proxy.views.tools_listing(view)] if whole else None,
         "find_tools": names.find_tools,
         "call_tool": names.call_tool,
-        "servers": [of_upstream(upstream, proxy.config.path).as_json() for upstream in upstreams],
+        "servers": [_state_json(of_upstream(upstream, proxy.config.path)) for upstream in upstreams],
     }
     rows = [_tool_row(catalog.by_exposed[tool.name]) for tool in catalog.tools]
     if query is not None:
@@ -332,6 +334,12 @@ async def tools_report(
         if show_all:
             state["turned_off"] = sorted(tool for owner, tool in hidden if owner == state["name"])
     return report
+
+
+def _state_json(found: Diagnosis) -> dict[str, Any]:
+    """A server's state as ``tools`` reports it: ``diagnosis``' words, and whether it is ``ok``
+    (serving, or not running by the config's choice: disabled, lazy and not needed yet, stopped idle)."""
+    return {**found.as_json(), "ok": found.ok}
 
 
 def _tool_row(tool: Any) -> dict[str, Any]:
@@ -403,7 +411,7 @@ def _print_matches(report: dict[str, Any]) -> None:
             print(_tool_line(row, name_width, _width()))
     else:
         print(f'No tool matches "{report["query"]}". mcp-patchbay tools lists them all.')
-    missing = [state for state in report["servers"] if state["state"] not in ("ready", "disabled")]
+    missing = [state for state in report["servers"] if not state["ok"]]
     if missing:
         print("\nNot searched (not ready):")
         for state in missing:
