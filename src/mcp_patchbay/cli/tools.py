@@ -34,7 +34,6 @@ from mcp_patchbay.cli.options import EXIT_CONFIG, UsageError, default_config_if_
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.diagnosis import Diagnosis
     from mcp_patchbay.server import Proxy
     from mcp_patchbay.transports import Connector
     from mcp_patchbay.upstream import Upstream
@@ -290,7 +289,7 @@ async def list_tools(
         _print_listing(report)
     else:
         _print_matches(report)
-    ready = all(state["ok"] for state in report["servers"])
+    ready = all(_ok(state) for state in report["servers"])
     return EXIT_OK if ready and (query is None or report["matches"]) else EXIT_FAILED
 
 
@@ -314,7 +313,7 @@ async def tools_report(
         "listed": [tool.name for tool in proxy.views.tools_listing(view)] if whole else None,
         "find_tools": names.find_tools,
         "call_tool": names.call_tool,
-        "servers": [_state_json(of_upstream(upstream, proxy.config.path)) for upstream in upstreams],
+        "servers": [of_upstream(upstream, proxy.config.path).as_json() for upstream in upstreams],
     }
     rows = [_tool_row(catalog.by_exposed[tool.name]) for tool in catalog.tools]
     if query is not None:
@@ -336,10 +335,12 @@ async def tools_report(
     return report
 
 
-def _state_json(found: Diagnosis) -> dict[str, Any]:
-    """A server's state as ``tools`` reports it: ``diagnosis``' words, and whether it is ``ok``
-    (serving, or not running by the config's choice: disabled, lazy and not needed yet, stopped idle)."""
-    return {**found.as_json(), "ok": found.ok}
+def _ok(state: dict[str, Any]) -> bool:
+    """A server's state as ``tools`` reports it, ``ok`` as ``diagnosis`` says: serving, or not running
+    by the config's choice (disabled, lazy and not needed yet, stopped idle)."""
+    from mcp_patchbay.diagnosis import Diagnosis
+
+    return Diagnosis(state["name"], state["state"], state["label"]).ok
 
 
 def _tool_row(tool: Any) -> dict[str, Any]:
@@ -411,7 +412,7 @@ def _print_matches(report: dict[str, Any]) -> None:
             print(_tool_line(row, name_width, _width()))
     else:
         print(f'No tool matches "{report["query"]}". mcp-patchbay tools lists them all.')
-    missing = [state for state in report["servers"] if not state["ok"]]
+    missing = [state for state in report["servers"] if not _ok(state)]
     if missing:
         print("\nNot searched (not ready):")
         for state in missing:
