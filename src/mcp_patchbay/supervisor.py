@@ -222,6 +222,7 @@ class Supervisor:
             max_length=name_budget(settings.max_name_length, settings.registered_as),
             validate_arguments=settings.validate_arguments,
             checkers=self._checkers,
+            config_path=self.config.path,
         )
         signature = (
             self.catalog.tool_signature(),
