@@ -8,12 +8,15 @@
     guard.find_held(called, "__")   # a name the catalog does not know, that a held tool would have had
     if guard.changed(): rebuild    # poll (a stat): ``trust`` in another process approved; list_changed follows
 
-``review`` is a read-modify-write of the server's record under the pins file's lock, and logs
-what happened once (pinned on first sight, held and why, served with a warning). A listing
-the guard has already reviewed (the same tool objects, the file unchanged since) is answered
-from memory, so catalog rebuilds for other reasons cost a lookup. When the pins file cannot be
-used (unreadable, its lock not had in ``locking.WAIT``), the error is logged once and the
-listing is decided in memory as under ``pin: "off"`` (the scan still holds), the file left as it is.
+``review`` decides from the server's record as last read (read again only when the file
+changed: a ``stat``); only when the decision changes the record (a first sight, a change held,
+a new tool pinned) is it a read-modify-write under the pins file's lock, decided again on what
+the file holds then. It logs what happened once (pinned on first sight, held and why, served
+with a warning). A listing the guard has already reviewed (the same tool objects, the same
+context, the file unchanged since) is answered from memory, so catalog rebuilds for other
+reasons cost a ``stat``. When the pins file cannot be used (unreadable, its lock not had in
+``locking.WAIT``), the error is logged once and the listing is decided in memory as under
+``pin: "off"`` (the scan still holds), the file left as it is.
 """
 
 from __future__ import annotations
@@ -54,9 +57,19 @@ def launch_of(spec: Any) -> str:
 
 @dataclass
 class _Reviewed:
-    key: tuple[Any, ...]
-    """The listing's and the context's identities, and the pins file's version, when reviewed."""
+    tools: Sequence[types.Tool]
+    prompts: Sequence[types.Prompt]
+    context: ScanContext | None
+    """The listing and the context reviewed (kept, so they are compared by identity, never by a
+    reused ``id``)."""
+    version: Any
+    """The pins file's version when reviewed."""
     decision: Decision
+
+    def answers(
+        self, tools: Sequence[types.Tool], prompts: Sequence[types.Prompt], context: ScanContext | None, version: Any
+    ) -> bool:
+        return self.tools is tools and self.prompts is prompts and self.context is context and self.version == version
 
 
 class Guard:
@@ -79,6 +92,7 @@ class Guard:
         self._reviewed: dict[str, _Reviewed] = {}
         self._held: dict[str, dict[tuple[Kind, str], Held]] = {}
         self._told_unusable = False
+        self._polled: Any = self.store.version()
 
     @property
     def active(self) -> bool:
@@ -111,25 +125,34 @@ class Guard:
         """What to serve of ``server``'s fresh listing (see ``trust.decide``), its record updated."""
         if not self.active:
             return Decision(tuple(tools), tuple(prompts), (), (), None)
-        fresh = (tuple(map(id, tools)), tuple(map(id, prompts)), id(context), self.store.version())
+        version = self.store.version()
         cached = self._reviewed.get(server)
-        if cached is not None and cached.key == fresh:
+        if cached is not None and cached.answers(tools, prompts, context, version):
             return cached.decision
         now = self._clock()
+        key = entry_key(self.config_path, server)
 
         def scan(definition: Definition, kind: Kind) -> Any:
             return self.scanner.scan(definition, kind, server=server, context=context)
 
-        decided: list[Decision] = []
-
-        def change(record: ServerPins | None) -> ServerPins | None:
-            decided[:] = [decide(record, tools, prompts, policy=self.policy, now=now, scan=scan, server=server)]
-            result = decided[0].record
-            return None if result is None else replace(result, config=str(self.config_path), launch=launch)
+        def decided_on(record: ServerPins | None) -> Decision:
+            decision = decide(record, tools, prompts, policy=self.policy, now=now, scan=scan, server=server)
+            if decision.record is None:
+                return decision
+            return replace(decision, record=replace(decision.record, config=str(self.config_path), launch=launch))
 
         try:
-            self.store.update(entry_key(self.config_path, server), change)
-            decision = decided[0]
+            before = self.store.record(key)
+            decision = decided_on(before)
+            if decision.record is not None and not decision.record.same_pins(before):
+                decided: list[Decision] = []
+
+                def change(record: ServerPins | None) -> ServerPins | None:  # the file as it is under the lock
+                    decided[:] = [decided_on(record)]
+                    return decided[0].record
+
+                self.store.update(key, change)
+                decision = decided[0]
         except (PinsUnreadable, TimeoutError, OSError) as exc:
             if not self._told_unusable:
                 logger.error("pins are not kept: %s; serving as with patchbay.pin off (the scan still holds)", exc)
@@ -139,7 +162,7 @@ class Guard:
         for event in decision.events:
             log = logger.warning if event.level == "warning" else logger.info
             log("server '%s': %s", server, event.text)
-        self._reviewed[server] = _Reviewed((*fresh[:3], self.store.version()), decision)
+        self._reviewed[server] = _Reviewed(tools, prompts, context, self.store.version(), decision)
         self._held[server] = {(held.kind, held.name): held for held in decision.held}
         return decision
 
@@ -172,5 +195,14 @@ class Guard:
 
     def changed(self) -> bool:
         """The pins file changed since it was last read here (``trust`` approved something, or
-        another replica pinned): review every server's last listing again."""
+        another replica pinned): review every server's last listing again. True once per change
+        of the file (a poll that finds it changed again says so again)."""
+        version = self.store.version()
+        if version == self._polled:
+            return False
+        self._polled = version
         return self.store.changed()
+
+    def holding(self) -> dict[str, list[Held]]:
+        """What each server holds now (servers holding nothing left out)."""
+        return {server: list(held.values()) for server, held in self._held.items() if held}

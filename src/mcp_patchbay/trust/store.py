@@ -16,6 +16,14 @@ gateway replicas on a shared volume): every change is a read-modify-write under 
 lock on ``pins.json.lock`` (``locking``), reading the file again once the lock is held. A
 file that cannot be read as pins (not JSON, too large) raises ``PinsUnreadable`` and is
 never written over: the caller reports it and a person moves it aside.
+
+Reads outside the lock (``record``, ``load``: what a serving proxy decides from when it has
+nothing to write) are answered from the last read while the file's version (a ``stat``) is
+the same, so a catalog rebuild costs a ``stat`` per server, not a parse of the file.
+
+``MemoryPinStore`` keeps the same records in memory, for a config that is no file (built in
+memory: tests, an embedding program): there is no path to key them by, so they last as long
+as the proxy.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from mcp_patchbay.trust.locking import locked
 
 logger = logging.getLogger("mcp_patchbay.trust")
 
-__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "PinStore", "PinsUnreadable", "default_path", "entry_key"]
+__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "MemoryPinStore", "PinStore", "PinsUnreadable", "default_path", "entry_key"]
 
 FILE_NAME = "pins.json"
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -74,15 +82,17 @@ class PinStore:
         self.path = path or default_path()
         self.max_bytes = max_bytes
         self._version: tuple[int, int, int] | None = None
+        self._last: tuple[tuple[int, int, int], dict[str, ServerPins]] | None = None
+        """The file's version and its records, as last read or written (``_cached``)."""
 
     # --- reading ------------------------------------------------------------------------------
 
     def load(self) -> dict[str, ServerPins]:
         """Every record, by key ({} when there is no file); ``PinsUnreadable`` when it is not pins."""
-        return self._read()
+        return self._cached()
 
     def record(self, key: str) -> ServerPins | None:
-        return self._read().get(key)
+        return self._cached().get(key)
 
     def version(self) -> tuple[int, int, int] | None:
         """The file's version now (a stat: time, inode, size; None when there is none): each write
@@ -140,6 +150,14 @@ class PinStore:
             return None
         return (status.st_mtime_ns, status.st_ino, status.st_size)
 
+    def _cached(self) -> dict[str, ServerPins]:
+        """The records, read again only when the file's version changed since the last read."""
+        last = self._last
+        if last is not None and last[0] == self._stat():
+            self._version = last[0]
+            return dict(last[1])
+        return self._read()
+
     def _read(self) -> dict[str, ServerPins]:
         version = self._stat()
         try:
@@ -161,10 +179,12 @@ class PinStore:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise PinsUnreadable(self.path, f"not a pins file: {exc}") from None
         self._version = version
+        self._last = None if version is None else (version, dict(records))
         return records
 
     def _write(self, records: Mapping[str, ServerPins]) -> None:
-        text = self._bounded(dict(records))
+        kept = dict(records)
+        text = self._bounded(kept)
         folder = self.path.parent
         temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
@@ -179,10 +199,11 @@ class PinStore:
                 temporary.unlink()
             raise
         self._version = self._stat()
+        self._last = None if self._version is None else (self._version, kept)
 
     def _bounded(self, records: dict[str, ServerPins]) -> str:
         """The file's text within ``max_bytes``: records of servers not seen for longest go first,
-        then approved definitions are cut to their fingerprints."""
+        then approved definitions are cut to their fingerprints (``records`` is changed to what is kept)."""
         text = _dumps(records)
         oldest = sorted(records, key=lambda key: records[key].seen_at)
         while len(text.encode()) > self.max_bytes and len(oldest) > 1:
@@ -193,10 +214,39 @@ class PinStore:
             del records[dropped]
             text = _dumps(records)
         if len(text.encode()) > self.max_bytes:
-            records = {key: _fingerprints_only(record) for key, record in records.items()}
+            records.update({key: _fingerprints_only(record) for key, record in records.items()})
             logger.warning("pins: approved definitions are kept as fingerprints only, to keep the file bounded")
             text = _dumps(records)
         return text
+
+
+class MemoryPinStore(PinStore):
+    """Pins kept in memory, for a config that is no file (see the module's docstring): the same
+    records and rules, no file, no lock (one process)."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("<memory>"))
+        self._records: dict[str, ServerPins] = {}
+        self._writes = 0
+
+    @contextlib.contextmanager
+    def _locked(self) -> Generator[None]:
+        yield
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        return (self._writes, 0, 0) if self._writes else None
+
+    def _read(self) -> dict[str, ServerPins]:
+        self._version = self._stat()
+        return dict(self._records)
+
+    def _cached(self) -> dict[str, ServerPins]:
+        return self._read()
+
+    def _write(self, records: Mapping[str, ServerPins]) -> None:
+        self._records = dict(records)
+        self._writes += 1
+        self._version = self._stat()
 
 
 def _dumps(records: Mapping[str, ServerPins]) -> str:
