@@ -317,6 +317,33 @@ async def test_a_client_that_hangs_up_cancels_its_call_and_the_session_is_held_m
             assert answer.status_code == 200
 
 
+async def test_the_client_s_cancel_notice_ends_the_call_and_its_post(path: str) -> None:
+    remote = Remote()
+    async with gateway_before(remote) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await open_session(http)
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            ended: list[int] = []
+
+            async def hanging_call() -> None:
+                answer = await http.post("/mcp", json=call_body("remote__hang", {}, 21), headers=with_session)
+                ended.append(answer.status_code)
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(hanging_call)
+                    await remote.hanging.wait()
+                    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 21}}
+                    assert (await http.post("/mcp", json=cancel, headers=with_session)).status_code == 202
+                    await remote.cancelled.wait()  # told upstream
+                    if path == "sdk":
+                        tg.cancel_scope.cancel()  # the SDK's stream may stay open: not this test's business
+            if path == "fast":
+                assert ended == [202]  # no JSON-RPC answer to a cancelled request
+            answer = await http.post("/mcp", json=call_body("remote__echo", {"text": "on"}, 22), headers=with_session)
+            assert answer.status_code == 200
+
+
 async def test_metrics_count_calls(path: str) -> None:
     async with gateway_before(Remote()) as (gateway, base), client(base) as c:
         await c.call_tool("remote__echo", {"text": "a"})

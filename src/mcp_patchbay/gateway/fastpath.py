@@ -88,7 +88,8 @@ _NO_STREAM = _NoRequestStream()
 
 
 class FastPath:
-    """``tools/call`` of known 2025-era sessions, answered past the SDK's server."""
+    """``tools/call`` of known 2025-era sessions and stateless 2026-07-28 clients, answered past
+    the SDK's server."""
 
     def __init__(self, proxy: Proxy, manager: SessionManager, max_depth: int | None) -> None:
         self.proxy = proxy
@@ -148,8 +149,10 @@ class FastPath:
         key = (sid, request_id)
         with holding(transport):
             answer = await self._run(ctx, key, receive, call)
-        if answer is None:
-            return True  # cancelled: a cancelled request gets no answer
+        if answer is None:  # cancelled: no JSON-RPC answer; a client still there hears 202, nothing more
+            await send({"type": "http.response.start", "status": 202, "headers": [(_SESSION, session_id)]})
+            await send({"type": "http.response.body", "body": b""})
+            return True
         self.served += 1
         out = pydantic_core.to_json(answer)
         await send(
@@ -168,7 +171,7 @@ class FastPath:
 
     async def _modern(self, scope: Scope, receive: Receive, send: Send, values: dict[str, Any]) -> bool:
         """A stateless 2026-07-28 ``tools/call`` the SDK's entry would serve as one exchange: the
-        same checks first (``sdk.modern_route``); one that could be asked for input (its client
+        same checks first (``modern_route``); one that could be asked for input (its client
         declared sampling, elicitation or roots: ``rounds``) or resumes one takes the SDK's path."""
         call = _call_of(values)
         if call is None:
@@ -190,7 +193,7 @@ class FastPath:
             request=request,
         )
         answer = await self._run(ctx, ("", object()), receive, call)
-        if answer is None:
+        if answer is None:  # the client hung up: nobody to answer
             return True
         self.served += 1
         status = 200
