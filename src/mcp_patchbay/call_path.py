@@ -4,7 +4,8 @@ Both lanes end here: the handshake-era lane (``lane.CallLane``, JSON values) cal
 ``ToolPath.run``; the SDK's typed path (2026-07-28 connections, calls before the
 handshake ended) calls ``ToolPath.call_tool``, which runs a 2026-07-28 call that can
 answer input through ``rounds``. ``run`` looks the name up in the caller's view, resolves
-a mistaken one (``naming``, ``name_errors``), checks the arguments, and sends the call down
+a mistaken one (``naming``, ``name_errors``; a name that stands for a tool held back until the
+user approves it gets ``TOOL_CHANGED``: ``Supervisor.held_error``), checks the arguments, and sends the call down
 its upstream's policy chain (``upstream.chain``), bounding the result (``results``).
 
 The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
@@ -311,6 +312,12 @@ class ToolPath:
             target = catalog.by_exposed[resolution.entry.exposed]
             logger.info("resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
             return target
+        if resolution.kind in ("hidden", "unknown"):  # a held tool is hidden: the user must approve it first
+            held = self.supervisor.held_error(
+                called, server=resolution.server if resolution.kind == "hidden" else None, permits=view.access
+            )
+            if held is not None:
+                raise held
         if resolution.kind == "hidden":
             raise hidden_tool(resolution)
         if resolution.kind == "server_unavailable" and resolution.server is not None:

@@ -1,7 +1,8 @@
 """The error registry: what went wrong, where, how often.
 
 Per server and per tool: calls, errors counted by code, the last error and a short
-list of recent ones, and restarts. Served to the client as the ``patchbay://status``
+list of recent ones, and restarts; per server, how many tools and prompts the proxy holds back
+until the user approves them (``held_tools``, ``held_prompts``: ``trust``). Served to the client as the ``patchbay://status``
 resource (and the optional status tool), printed by ``mcp-patchbay check``.
 
 Each error remembers who made the call (``caller``: the gateway's member, None on stdio).
@@ -90,6 +91,8 @@ class StatusRegistry:
     unresolved: Counter[str] = field(default_factory=lambda: Counter[str]())
     unresolved_by: dict[str, Counter[str]] = field(default_factory=lambda: dict[str, Counter[str]]())
     """Per member, its own unresolved names by code (at most ``CALLERS`` members)."""
+    held: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: dict[str, list[tuple[str, str]]]())
+    """Per server, what the proxy holds back until the user approves it (``trust``): (kind, name)."""
 
     def record_call(self, server: str, tool: str) -> None:
         self._server(server).calls += 1
@@ -152,7 +155,16 @@ class StatusRegistry:
                 for (s, t), c in self.tools.items()
                 if s == name and (viewer is None or viewer.access.permits(s, t))
             }
-            servers[name] = {**health, **counts.as_dict(viewer), "tool_stats": tools}
+            held = self.held.get(name, ())
+            servers[name] = {
+                **health,
+                **counts.as_dict(viewer),
+                "held_tools": sum(
+                    1 for k, t in held if k == "tool" and (viewer is None or viewer.access.permits(name, t))
+                ),
+                "held_prompts": sum(1 for k, _ in held if k == "prompt"),
+                "tool_stats": tools,
+            }
         if viewer is None:
             unresolved = dict(self.unresolved)
         else:

@@ -14,6 +14,12 @@ narrows each new file to the same profile.
 A lazy server (``on_demand``) is listed from its last listing (``listing_cache``) until a need
 starts it; one with no listing kept yet is started at once to learn it, and stopped. Each
 listing a lazy server gives is kept for the next start.
+
+Trust (``trust.serving``): every rebuild reviews each server's own listing (live or kept, before
+its entry's overrides) against its pins and the scan; held tools are denied by the source's
+filter (not listed, not found, not run: ``held_error`` answers a call to one) and held prompts
+left out. Every ``patchbay.trust_poll`` seconds the pins file is looked at (a ``stat``): an
+approval by ``mcp-patchbay trust`` rebuilds, and the catalog's diff tells the clients.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import anyio.abc
 
 from mcp_patchbay import arguments
 from mcp_patchbay.availability import PARKED, State, sign_in_tool
-from mcp_patchbay.catalog import Catalog, CheckerCache, Source, build_catalog
+from mcp_patchbay.catalog import Catalog, CheckerCache, Permits, Source, build_catalog
 from mcp_patchbay.client_channel import ClientChannel
 from mcp_patchbay.client_limits import name_budget
 from mcp_patchbay.config import (
@@ -43,11 +49,15 @@ from mcp_patchbay.config import (
     apply_profile,
 )
 from mcp_patchbay.config.overrides import PromptOptions
+from mcp_patchbay.errors import PatchbayError
 from mcp_patchbay.listing_cache import ListingCache, launch_key
 from mcp_patchbay.on_demand import is_lazy
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import StatusRegistry
 from mcp_patchbay.transports import Connector
+from mcp_patchbay.trust.fingerprint import Kind
+from mcp_patchbay.trust.guard import launch_of
+from mcp_patchbay.trust.serving import Listed, ServingTrust
 from mcp_patchbay.upstream import Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
@@ -88,6 +98,13 @@ class Supervisor:
     _all_started: anyio.Event = field(default_factory=anyio.Event)
     _signature: tuple[list[str], list[str], list[str]] | None = None
     _ready: set[str] = field(default_factory=lambda: set[str]())
+    trust: ServingTrust = field(init=False)
+    """Pins and the scan over every server's listing (``trust.serving``)."""
+
+    def __post_init__(self) -> None:
+        settings = self.config.settings
+        budget = name_budget(settings.max_name_length, settings.registered_as)
+        self.trust = ServingTrust(self.config.path, settings, max_length=budget)
 
     @property
     def settings(self):
@@ -102,6 +119,8 @@ class Supervisor:
                 self._start(entry)
             self.prespawned.keep_only(self.upstreams)
             tg.start_soon(self._watch_first_attempts)
+            if self.trust.guard.active:
+                tg.start_soon(self._watch_pins)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -151,6 +170,20 @@ class Supervisor:
         )
         await anyio.to_thread.run_sync(arguments.preload)  # off the start's path, before the first call needs it
 
+    async def _watch_pins(self) -> None:
+        """An approval (``mcp-patchbay trust``, another process) served within ``trust_poll``."""
+        while True:
+            await anyio.sleep(self.config.settings.trust_poll)
+            if self.trust.guard.changed():
+                logger.info("pins changed (approved with mcp-patchbay trust?): reviewing every server's listing")
+                self._rebuild()
+
+    def held_error(
+        self, called: str, *, server: str | None = None, kind: Kind = "tool", permits: Permits | None = None
+    ) -> PatchbayError | None:
+        """``TOOL_CHANGED`` when ``called`` names a held tool (or prompt), else None (``trust.serving``)."""
+        return self.trust.held_error(called, server=server, kind=kind, permits=permits)
+
     @property
     def started(self) -> bool:
         """Every upstream has finished its first connection attempt."""
@@ -186,6 +219,8 @@ class Supervisor:
             self._tg.start_soon(self.listing_cache.flush)
 
     def _rebuild(self) -> None:
+        served = self.trust.review(self._listings())
+        self.status.held = {server: [(h.kind, h.name) for h in held] for server, held in self.trust.holding().items()}
         sources: list[Source] = []
         for entry in self.config.servers:
             upstream = self.upstreams.get(entry.name)
@@ -195,8 +230,11 @@ class Supervisor:
             spec = entry.spec
             unavailable = None
             listing = upstream.listing
-            tools = listing.tools
+            tools, prompts = listing.tools, listing.prompts
             tool_filter = spec.tools if spec is not None else None
+            reviewed = served.get(entry.name)
+            if reviewed is not None:  # held tools denied by the filter, held prompts left out
+                tool_filter, prompts = reviewed.tool_filter, reviewed.prompts
             if upstream.state is not State.READY and upstream.state not in PARKED and not tools:
                 unavailable = upstream.reason()
                 if upstream.state is State.SIGN_IN:
@@ -207,7 +245,7 @@ class Supervisor:
                 Source(
                     entry.name,
                     tools=tools,
-                    prompts=listing.prompts,
+                    prompts=prompts,
                     resources=listing.resources,
                     templates=listing.templates,
                     tool_filter=tool_filter,
@@ -240,6 +278,17 @@ class Supervisor:
         if changed:
             for listener in self.listeners:
                 listener(changed)
+
+    def _listings(self) -> dict[str, Listed]:
+        """Each server's own listing (live, or kept while it does not run), to review."""
+        listings: dict[str, Listed] = {}
+        for entry in self.config.servers:
+            upstream = self.upstreams.get(entry.name)
+            if upstream is None or entry.spec is None:
+                continue
+            listing = upstream.listing
+            listings[entry.name] = Listed(listing.tools, listing.prompts, entry.spec.tools, launch_of(entry.spec))
+        return listings
 
     # --- config reload -------------------------------------------------------------------
 

@@ -11,6 +11,12 @@ Overrides that do not fit what their server listed (a tool it lacks, an argument
 does not take, a value it refuses: ``catalog.remarks``) are listed with their keys; each was
 skipped alone, so they do not change the exit status.
 
+What the proxy holds back until the user approves it (``trust``: a definition changed since it
+was approved, a new one under ``new_tools: "hold"``, one the scan flagged) is listed after the
+servers, each as a diff of the approved definition against the new one, with the scan's
+sentences and the command that approves it (``held`` in ``--json``); anything held makes the exit
+status 1, as a server not ready does: the proxy does not serve all the config asks for.
+
 The PROBLEM column is for the person who runs it (``diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
 (``problem``) and what the model is told (``reason``)."""
@@ -25,6 +31,8 @@ from mcp_patchbay.cli.options import ASSUMED_REGISTERED_AS
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
+    from mcp_patchbay.transports import Connector
+    from mcp_patchbay.trust.decide import Held
     from mcp_patchbay.upstream import State
 
 
@@ -45,18 +53,22 @@ def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, A
     ]
 
 
-async def run_check(config: Config, as_json: bool, registered_as: str | None = None) -> int:
+async def run_check(
+    config: Config, as_json: bool, registered_as: str | None = None, *, connector: Connector | None = None
+) -> int:
+    """The report, printed; the exit status. ``connector``: the tests' in-memory upstreams."""
     import anyio
 
     from mcp_patchbay.diagnosis import of_upstream
     from mcp_patchbay.supervisor import Supervisor
     from mcp_patchbay.upstream import State
 
-    supervisor = Supervisor(config, start_all=True)
+    supervisor = Supervisor(config, start_all=True, connector=connector)
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     states: dict[str, State] = {}
     """Each server's state when the report was taken (the rows spell it as the status does)."""
+    held: list[dict[str, Any]] = []
     async with anyio.create_task_group() as tg:
         await tg.start(supervisor.run)
         with anyio.move_on_after(config.settings.connect_timeout + 5):
@@ -77,6 +89,7 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             states[name] = upstream.state
             rows.append(status)
         await supervisor.listing_cache.flush()  # the lazy servers' listings, for the next start
+        held.extend(held_json(name, item) for name, items in supervisor.trust.holding().items() for item in items)
         tg.cancel_scope.cancel()
     failed = [name for name, state in states.items() if state not in (State.READY, State.DISABLED)]
     assumed = registered_as is None
@@ -94,6 +107,7 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
             "overrides_skipped": [
                 {"server": r.server, "key": r.key, "problem": r.sentence} for r in supervisor.catalog.remarks
             ],
+            "held": held,
         }
         print(json.dumps(document, indent=2))
     else:
@@ -125,7 +139,47 @@ async def run_check(config: Config, as_json: bool, registered_as: str | None = N
         _print_exposure(exposure)
         _print_skipped_overrides(supervisor.catalog.remarks, config)
         _print_name_warnings(too_long, registered_as, assumed, config)
-    return 1 if failed else 0
+        _print_held(held, config)
+    return 1 if failed or held else 0
+
+
+HELD_WHY = {
+    "changed": "its definition changed since it was approved",
+    "new": 'it is new on a server whose definitions are pinned (patchbay.new_tools is "hold")',
+    "flagged": "the scan found text aimed at the model in it",
+}
+
+
+def held_json(server: str, held: Held) -> dict[str, Any]:
+    """One held definition as ``check`` reports it: why, the diff, the scan's sentences, the command."""
+    from mcp_patchbay.trust.diff import definition_diff
+
+    return {
+        "server": server,
+        "kind": held.kind,
+        "name": held.name,
+        "reason": held.reason,
+        "why": HELD_WHY[held.reason],
+        "diff": definition_diff(held.approved, held.definition),
+        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in held.findings],
+        "approve": f"mcp-patchbay trust {server} --{held.kind} {held.name}",
+    }
+
+
+def _print_held(held: list[dict[str, Any]], config: Config) -> None:
+    """What the proxy holds back until approved: each with its diff, the scan's sentences and the command."""
+    if not held:
+        return
+    print(f"\nheld back until you approve them ({len(held)}; not listed, not callable):")
+    option = f" -c {config.path}"
+    for item in held:
+        print(f"  {item['server']}: {item['kind']} '{item['name']}': {item['why']}")
+        for line in item["diff"].splitlines():
+            print(f"      {line}")
+        for finding in item["findings"]:
+            print(f"    - {finding['sentence']}")
+        print(f"    approve: {item['approve']}{option}")
+    print(f"  see them again: mcp-patchbay trust --list{option}")
 
 
 def _state_label(state: State) -> str:

@@ -327,11 +327,20 @@ async def tools_report(
             for note in unavailable_notes(query, upstreams)
         ]
         return report
+    holding = proxy.supervisor.trust.holding()
+    held_pairs = {(server, item.name) for server, items in holding.items() for item in items if item.kind == "tool"}
     hidden = catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver is not None else ()
     for state in report["servers"]:
         state["tools"] = [row for row in rows if row["server"] == state["name"]]
+        held = [
+            {"name": item.name, "kind": item.kind, "reason": item.reason} for item in holding.get(state["name"], ())
+        ]
+        if held:  # held back until the user approves them (trust): listed apart, never callable
+            state["held"] = held
         if show_all:
-            state["turned_off"] = sorted(tool for owner, tool in hidden if owner == state["name"])
+            state["turned_off"] = sorted(
+                tool for owner, tool in hidden if owner == state["name"] and (owner, tool) not in held_pairs
+            )
     return report
 
 
@@ -355,6 +364,10 @@ def _tool_row(tool: Any) -> dict[str, Any]:
         "description": description.splitlines()[0] if description else "",
         "required": [str(r) for r in cast("list[object]", required)] if isinstance(required, list) else [],
     }
+
+
+_HELD = {"changed": "changed since approved", "new": "new, not approved yet", "flagged": "flagged by the scan"}
+"""Why a definition is held, as a ``tools`` line says it."""
 
 
 def _width() -> int:
@@ -387,6 +400,8 @@ def _print_listing(report: dict[str, Any]) -> None:
         _print_state(state)
         for row in state["tools"]:
             print(_tool_line(row, name_width, width))
+        for item in state.get("held", ()):
+            print(f"  HELD {item['kind']} {item['name']} ({_HELD[item['reason']]}): mcp-patchbay trust --list")
         if state.get("turned_off"):
             print(f"  turned off in the config: {', '.join(state['turned_off'])}")
         print()

@@ -157,6 +157,11 @@ class Settings(BaseModel, frozen=True):
     characters, on first sight and on every change: ``"hold"`` a flagged tool until trusted,
     ``"warn"`` serve and log, ``"off"`` no scan."""
 
+    trust_poll: Annotated[float, Field(gt=0, le=60)] = 2.0
+    """Seconds between a serving proxy's looks at the pins file (a ``stat``) for what
+    ``mcp-patchbay trust`` approved: an approval is served, and the clients told
+    (``list_changed``), within this."""
+
     @field_validator("registered_as")
     @classmethod
     def _check_registered_as(cls, value: str | None) -> str | None:

@@ -1,10 +1,10 @@
 """Trust (issue 25): nothing a server tells the model changes behind the user's back, and no
 tool text gives the model orders unseen. ``docs/TRUST.md`` is the user's account.
 
-The path of a server's fresh listing (the wiring into ``supervisor``/``catalog``/``call_path``
-comes next; ``guard`` is its API)::
+The path of a server's fresh listing (``supervisor`` reviews every listing through ``serving``
+before the catalog is built; ``call_path`` asks it of a name it cannot run)::
 
-    listing ─> guard.Guard.review ─> store.PinStore.update (lock, read, decide, write)
+    listing ─> serving.ServingTrust.review ─> guard.Guard.review ─> store.PinStore.update (lock, read, decide, write)
                                         └─> decide.decide: fingerprint each definition, compare with
                                             its pin, scan the new or changed ones ─> served / held
     a call to a held tool ─> Guard.held_call ─> errors.tool_changed (TOOL_CHANGED)
@@ -24,4 +24,7 @@ Modules (pure unless said):
 - ``store`` (I/O: ``pins.json`` in the data folder): ``PinStore``, ``entry_key``.
 - ``locking`` (I/O): the exclusive lock processes and replicas take around a change.
 - ``guard`` (I/O through ``store``): ``Guard``, what the serving path calls.
+- ``serving`` (I/O through ``guard``): ``ServingTrust``, the supervisor's: each rebuild's reviews,
+  held tools denied by their source's filter, held prompts left out, ``TOOL_CHANGED`` for a name
+  that stands for a held one.
 """

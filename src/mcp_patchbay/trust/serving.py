@@ -1,0 +1,201 @@
+"""Trust in the serving path: each server's own listing reviewed before the catalog is built.
+
+    trust = ServingTrust(config.path, settings)              # one per Supervisor
+    served = trust.review({name: Listed(tools, prompts, entry_filter, launch), ...})   # each rebuild
+    Source(name, tools=listing.tools, prompts=served[name].prompts, tool_filter=served[name].tool_filter)
+    trust.held_error(called, server=..., permits=...)        # the call path, for a name it cannot run
+    if trust.guard.changed(): rebuild                         # the poll: ``trust`` approved something
+
+What the supervisor reviews is the upstream's own listing (a lazy server's kept listing alike),
+before the entry's overrides: the user's overrides are not the server's change. A held tool stays
+in the catalog's source and is denied by its filter, as a tool the config turns off: never listed,
+never found by a search, never run, and a loose rule never runs another tool in its place (the
+resolver matches hidden tools too, ``naming``). A call that names it (its exposed name, a name
+that would have resolved to it, through ``call_tool``/``call_read``) is then answered with
+``TOOL_CHANGED`` (``held_error``). A held prompt is left out of the listing.
+
+I/O through ``guard`` (the pins file): a rebuild costs a ``stat`` per server unless a listing
+changed; a review that changes a record writes it under the file's lock (milliseconds; the wait
+for another process's lock is bounded by ``locking.WAIT``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from mcp_patchbay.catalog import Permits
+from mcp_patchbay.config import ToolFilter
+from mcp_patchbay.errors import PatchbayError
+from mcp_patchbay.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.trust.decide import Held
+from mcp_patchbay.trust.fingerprint import Kind
+from mcp_patchbay.trust.guard import Guard
+from mcp_patchbay.trust.scan import ScanContext
+from mcp_patchbay.trust.store import MemoryPinStore, PinStore
+
+__all__ = ["Listed", "Served", "ServingTrust", "held_filter"]
+
+_GLOB = re.compile(r"([*?\[])")
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One server's own listing, as the supervisor has it (live, or kept for a lazy server)."""
+
+    tools: Sequence[types.Tool]
+    prompts: Sequence[types.Prompt]
+    tool_filter: ToolFilter | None
+    """The entry's filter (``tools``), overrides included."""
+    launch: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the catalog is built from: the entry's filter with the held tools denied, the prompts served."""
+
+    tool_filter: ToolFilter | None
+    prompts: Sequence[types.Prompt]
+    held: tuple[Held, ...] = ()
+
+
+def held_filter(tool_filter: ToolFilter | None, held: Sequence[str]) -> ToolFilter | None:
+    """``tool_filter`` with the tools named in ``held`` denied too (each name matched whole)."""
+    if not held:
+        return tool_filter
+    denied = tuple(_GLOB.sub(r"[\1]", name) for name in sorted(held))
+    if tool_filter is None:
+        return ToolFilter(deny=denied)
+    return ToolFilter(
+        allow=tool_filter.allow,
+        deny=(*tool_filter.deny, *denied),
+        always_list=tool_filter.always_list,
+        overrides=tool_filter.overrides,
+    )
+
+
+class ServingTrust:
+    """The supervisor's trust: its ``Guard``, the scan's context and the held tools' names."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        settings: Any,
+        *,
+        max_length: int,
+        store: PinStore | None = None,
+    ) -> None:
+        if store is None:
+            store = PinStore() if config_path.is_file() else MemoryPinStore()
+        self.guard = Guard(config_path, settings, store=store)
+        self.separator: str = settings.separator
+        self.max_length = max_length
+        self._context: tuple[tuple[tuple[str, object, object], ...], ScanContext] | None = None
+        self._filters: dict[str, tuple[ToolFilter | None, tuple[str, ...], ToolFilter | None]] = {}
+        self._names: dict[Kind, Resolver] = {}
+        self._permitted: dict[str, ToolFilter | None] = {}
+
+    def review(self, listings: Mapping[str, Listed]) -> dict[str, Served]:
+        """Each server's listing reviewed (``Guard.review``): what its catalog source serves.
+        Servers not in ``listings`` (stopped, removed, signing in) hold nothing."""
+        for server in list(self.guard.holding()):
+            if server not in listings:
+                self.guard.forget(server)
+        if not self.guard.active:
+            self._names = {}
+            return {name: Served(listed.tool_filter, listed.prompts) for name, listed in listings.items()}
+        context = self._context_of(listings)
+        served: dict[str, Served] = {}
+        for name, listed in listings.items():
+            decision = self.guard.review(name, listed.tools, listed.prompts, context, launch=listed.launch)
+            held_tools = tuple(sorted(h.name for h in decision.held if h.kind == "tool"))
+            served[name] = Served(self._filter(name, listed.tool_filter, held_tools), decision.prompts, decision.held)
+        self._permitted = {name: listed.tool_filter for name, listed in listings.items()}
+        self._names = self._held_names()
+        return served
+
+    def holding(self) -> dict[str, list[Held]]:
+        """What each server holds now (servers holding nothing left out)."""
+        return self.guard.holding()
+
+    def held_error(
+        self,
+        called: str,
+        *,
+        server: str | None = None,
+        kind: Kind = "tool",
+        permits: Permits | None = None,
+    ) -> PatchbayError | None:
+        """``TOOL_CHANGED`` for a name that stands for a held tool (or prompt), else None: its exact
+        exposed name, or (``server`` given: the catalog matched a hidden item of that server) a
+        name that resolves to one of that server's held items. ``permits``: what the caller may use."""
+        resolver = self._names.get(kind)
+        if resolver is None:
+            return None
+        resolution = resolver.resolve(called)
+        entry = resolution.entry
+        if entry is None:
+            return None
+        if not (resolution.kind == "exact" or (resolution.kind == "resolved" and entry.server == server)):
+            return None
+        if permits is not None and not permits.permits(entry.server, entry.item):
+            return None
+        return self.guard.held_call(entry.server, entry.item, kind)
+
+    # --- inside -------------------------------------------------------------------------------
+
+    def _context_of(self, listings: Mapping[str, Listed]) -> ScanContext:
+        """The scan's context, made again only when a listing changed (the guard answers a listing
+        it reviewed in the same context from memory)."""
+        key = tuple((name, listed.tools, listed.prompts) for name, listed in listings.items())
+        known = self._context
+        if (
+            known is not None
+            and len(known[0]) == len(key)
+            and all(_same(a, b) for a, b in zip(known[0], key, strict=True))
+        ):
+            return known[1]
+        context = self.guard.context({name: (listed.tools, listed.prompts) for name, listed in listings.items()})
+        self._context = (key, context)
+        return context
+
+    def _filter(self, server: str, tool_filter: ToolFilter | None, held: tuple[str, ...]) -> ToolFilter | None:
+        """The entry's filter with ``held`` denied: the same object while neither changed (the
+        catalog keeps compiled patterns by filter)."""
+        known = self._filters.get(server)
+        if known is not None and known[0] is tool_filter and known[1] == held:
+            return known[2]
+        made = held_filter(tool_filter, held)
+        self._filters[server] = (tool_filter, held, made)
+        return made
+
+    def _held_names(self) -> dict[Kind, Resolver]:
+        """A resolver per kind over the held items (those the entry's filter would serve), under
+        the names they would be exposed by."""
+        resolvers: dict[Kind, Resolver] = {}
+        holding = self.guard.holding()
+        for kind in ("tool", "prompt"):
+            pairs = list(
+                dict.fromkeys(
+                    (server, held.name)
+                    for server, items in holding.items()
+                    for held in items
+                    if held.kind == kind
+                    and (kind == "prompt" or (f := self._permitted.get(server)) is None or f.permits(held.name))
+                )
+            )
+            if not pairs:
+                continue
+            names = build_names(pairs, separator=self.separator, max_length=self.max_length)
+            entries = [NameEntry(names[pair], pair[0], pair[1]) for pair in pairs]
+            resolvers[kind] = Resolver(entries, separator=self.separator)
+        return resolvers
+
+
+def _same(a: tuple[str, object, object], b: tuple[str, object, object]) -> bool:
+    return a[0] == b[0] and a[1] is b[1] and a[2] is b[2]
