@@ -369,3 +369,44 @@ def test_a_config_that_is_no_file_keeps_its_pins_in_memory(tmp_path: Path) -> No
     config = _config(tmp_path, {"notes": {"command": "x"}})
     store = Supervisor(config).trust.guard.store
     assert type(store) is PinStore and store.path == tmp_path / "data" / "mcp-patchbay" / "pins.json"
+
+
+# --- the gateway: its fast path calls the same Proxy.run_tool ----------------------------------------
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+async def test_a_held_tool_is_held_through_the_gateway(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
+    import functools
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp_patchbay.config import parse_config
+    from mcp_patchbay.gateway import fastpath
+    from mcp_patchbay.gateway.app import Gateway
+    from mcp_patchbay.transports import http_lane
+    from tests.servers.http_fault_server import serving as serving_http
+
+    monkeypatch.setattr(http_lane, "ENABLED", fast)
+    monkeypatch.setattr(fastpath, "ENABLED", fast)
+    notes = Notes()
+    notes.add("add", POISON)
+    async with serving_http(make_server("remote", notes.tools).streamable_http_app(host="127.0.0.1")) as base:
+        document = {"mcpServers": {"remote": {"type": "http", "url": f"{base}/mcp"}}, "patchbay": {"watch": False}}
+        config = parse_config(json.dumps(document), Path("/virtual/patchbay.json"), environ={})
+        gateway = Gateway(config, "127.0.0.1", 0)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                host, port = await tg.start(functools.partial(gateway.serve, signals=False))
+                await gateway.proxy.supervisor.wait_startup()
+                try:
+                    async with httpx2.AsyncClient(timeout=httpx2.Timeout(10.0)) as http:
+                        transport = streamable_http_client(f"http://{host}:{port}/mcp", http_client=http)
+                        async with Client(transport, mode="legacy", cache=None) as client:  # pyright: ignore[reportArgumentType]
+                            assert "remote__add" not in await _names(client)
+                            _held_code(await client.call_tool("remote__add", {"a": 1}), server="remote", name="add")
+                            assert result_text(await client.call_tool("remote__fact", {})) == "fact ran"
+                    assert notes.ran == ["fact"]
+                    assert gateway.fast.served == (2 if fast else 0)
+                finally:
+                    gateway.stop()
