@@ -91,10 +91,13 @@ class Remote:
         async def big(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
             return text("x" * 300_000)
 
-        return {
+        tools = {
             name: FakeTool(fn)
             for name, fn in (("echo", echo), ("work", work), ("ask", ask), ("hang", hang), ("big", big))
         }
+        region = {"type": "string", "x-mcp-header": "Region"}
+        tools["routed"] = FakeTool(echo, schema={"type": "object", "properties": {"text": region}})
+        return tools
 
 
 def config_for(url: str, patchbay: dict[str, Any] | None = None, gateway: dict[str, Any] | None = None) -> Config:
@@ -402,6 +405,19 @@ async def test_a_stateless_call_gets_what_the_sdk_s_entry_answers(path: str) -> 
             envelope = {**body, "params": {"name": "remote__echo", "arguments": {"text": "x"}}}
             assert (await http.post("/mcp", json=envelope, headers=headers)).status_code == 400  # no _meta envelope
         assert gateway.fast.served == (2 if path == "fast" else 0)
+
+
+async def test_a_stateless_call_s_mcp_param_header_is_checked_against_its_argument(path: str) -> None:
+    async with gateway_before(Remote()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            body, headers = modern_call("remote__routed", {"text": "eu"})
+            agreeing = await http.post("/mcp", json=body, headers={**headers, "mcp-param-region": "eu"})
+            assert agreeing.status_code == 200 and agreeing.json()["result"]["content"][0]["text"] == "eu"
+            disagreeing = await http.post("/mcp", json=body, headers={**headers, "mcp-param-region": "us"})
+            assert disagreeing.status_code == 400
+            missing = await http.post("/mcp", json=body, headers=headers)
+            assert missing.status_code == 400
+        assert gateway.fast.served == (1 if path == "fast" else 0)
 
 
 async def test_a_stateless_client_that_can_answer_is_asked_through_its_call(path: str) -> None:

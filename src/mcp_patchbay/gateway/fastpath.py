@@ -48,6 +48,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_PARAM_HEADER_PREFIX,
+    X_MCP_HEADER_KEY,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -284,9 +285,30 @@ async def modern_route(
         arguments or any(name.startswith(MCP_PARAM_HEADER_PREFIX.lower()) for name in request.headers)
     ):
         schema = input_schema(str(params.get("name")))
-        if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
+        if (
+            schema is not None
+            and _annotated(schema)
+            and validate_mcp_param_headers(schema, arguments, request.headers) is not None
+        ):
             return None
     return Connection.from_envelope(verdict.protocol_version, verdict.client_info, verdict.client_capabilities)
+
+
+_ANNOTATED: dict[int, tuple[Any, bool]] = {}
+"""Per schema object (kept, so its id is not reused): whether it carries ``x-mcp-header`` anywhere."""
+
+
+def _annotated(schema: Any) -> bool:
+    """Whether a tool's input schema declares any ``Mcp-Param`` header: only then is there anything
+    for ``validate_mcp_param_headers`` to check (it walks the schema on every call otherwise)."""
+    seen = _ANNOTATED.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    if len(_ANNOTATED) > 4096:  # catalogs rebuilt many times over: start again
+        _ANNOTATED.clear()
+    annotated = X_MCP_HEADER_KEY in json.dumps(schema, default=str)
+    _ANNOTATED[id(schema)] = (schema, annotated)
+    return annotated
 
 
 def _loads(data: bytes) -> Any:
