@@ -71,6 +71,25 @@ def test_a_need_in_words_no_tool_uses_is_found_by_meaning() -> None:
         assert names(with_meaning, query)[0] == expected
 
 
+def test_the_trained_table_finds_a_need_wordllamas_table_misses() -> None:
+    # The trained table (meaning_table.safetensors) gives MiniLM's reading of a request; WordLlama's
+    # own rows, which it started from, put a deployment tool first for this one.
+    tools = [
+        *TOOLS,
+        tool("notes", "append_note", "Append text to the end of an existing note"),
+        tool("db", "explain_query", "Return the execution plan of a query"),
+        tool("shell", "kill_process", "Terminate a running process by its PID"),
+        tool("calendar", "create_event", "Create a calendar event with attendees"),
+        tool("mail", "send_email", "Send an email message"),
+        tool("browser", "take_screenshot", "Capture an image of the current page"),
+    ]
+    query = "ask the team in chat whether the deploy is done"
+    wordllama = Meaning.load_wordllama()
+    assert wordllama is not None
+    assert names(ToolIndex(tools, wordllama), query)[0] != "slack__post_message"
+    assert names(ToolIndex.build(tools), query)[0] == "slack__post_message"
+
+
 def test_meaning_keeps_the_server_filter_and_the_limit() -> None:
     index = ToolIndex.build(TOOLS)
     assert names(index, "paint a sunset", server="slack") == ["slack__post_message"]
@@ -120,6 +139,40 @@ def test_broken_model_files_fall_back_to_words(
     with caplog.at_level(logging.WARNING, logger="mcp_patchbay.search.meaning"):
         assert Meaning._load() is None  # pyright: ignore[reportPrivateUsage]
     assert "did not load" in caplog.text
+
+
+def test_a_broken_meaning_table_falls_back_to_words(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "meaning_table.safetensors"
+    header = b'{"rows": {"dtype": "I8", "shape": [4, 2], "data_offsets": [0, 8]}}'
+    broken.write_bytes(len(header).to_bytes(8, "little") + header + b"\x01" * 3)  # 3 bytes of 8
+    monkeypatch.setattr(meaning_module, "TABLE", broken)
+    with caplog.at_level(logging.WARNING, logger="mcp_patchbay.search.meaning"):
+        assert Meaning._load() is None  # pyright: ignore[reportPrivateUsage]
+    assert "did not load" in caplog.text
+
+
+def test_the_table_is_read_as_the_training_wrote_it(tmp_path: Path) -> None:
+    import numpy as np
+    from benchmarks.search_data.train_meaning import write_table
+
+    table = np.random.default_rng(23).normal(size=(50, 8)).astype(np.float32)
+    table[3] = 0.0  # a row no text used and that maps to zeros keeps a usable scale
+    write_table(table, tmp_path / "t.safetensors")
+    read = meaning_module._read_table(tmp_path / "t.safetensors")  # pyright: ignore[reportPrivateUsage]
+    assert read.shape == (50, 8)
+    assert read.dtype == np.float16
+    assert np.abs(read.astype(np.float32) - table).max() <= np.abs(table).max() / 127 + 1e-3
+
+
+def test_the_shipped_table_is_the_trained_one_and_fits_the_tokenizer(model: Meaning) -> None:
+    wordllama = Meaning.load_wordllama()
+    assert wordllama is not None
+    assert model.table.shape == (wordllama.tokenizer.get_vocab_size(), 256)
+    # Trained from WordLlama's rows, not the same rows: the same text gets another vector.
+    ours, theirs = model.encode(["open a bug report"])[0], wordllama.encode(["open a bug report"])[0]
+    assert float(ours @ theirs) < 0.9
 
 
 def test_the_model_is_not_imported_at_startup() -> None:

@@ -61,10 +61,13 @@ Meaning
     said in words no part of the tool uses can still rank). A weighted sum, not rank fusion:
     the lexical score keeps its margins, meaning breaks its near ties and brings tools it
     cannot see. Tuned on the tune half by mean reciprocal rank at 20 (flatter than
-    top-1/top-5 counts): weight 0.2 and depth 20 were best (0.799 vs 0.790 without meaning);
-    0.1-0.5, depth 40, description heads of 150-700 characters and a weight that grows with
-    the query terms the lexical best lacks did no better. Reciprocal rank fusion (k 60) cost
-    4-8 points of top-1. Figures on every set: docs/TOOLS.md.
+    top-1/top-5 counts): with the trained table (``meaning``), weight 0.4 and depth 20 (0.804
+    vs 0.799 with WordLlama's table at 0.2, 0.790 without meaning; 0.2-0.5 and depth 40 did no
+    better). With WordLlama's table 0.2 was best, and 0.1-0.8, depth 40, description heads of
+    150-700 characters, a weight that grows with the query terms the lexical best lacks, query
+    stop words left out of the embedding, the name, parameters or description embedded apart,
+    token weights by the catalog's idf and the nearest catalog words as extra query terms did
+    no better. Reciprocal rank fusion (k 60) cost 4-8 points of top-1. Figures: docs/TOOLS.md.
 
 Name similarity
     A short query is also compared as a name (``name_match``: exposed and upstream names,
@@ -135,7 +138,7 @@ MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.3
 PREFIX_MAX = 5
 K1 = 1.2
-MEANING_WEIGHT = 0.2
+MEANING_WEIGHT = 0.4
 """The most the meaning score adds (in units of the best lexical score): the best cosine of a query gets it all."""
 FIELDS: dict[str, tuple[float, float]] = {
     # field: (weight, b)
