@@ -179,7 +179,7 @@ async def test_progress_reaches_the_caller(path: str) -> None:
         result = await c.call_tool("remote__work", {}, progress_callback=on_progress)
         assert result_text(result) == "done"
         assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
-        assert_path(gateway, path, 1, fast=0)  # a call that asks for progress takes the SDK's path
+        assert_path(gateway, path, 1)
 
 
 async def test_sampling_mid_call_reaches_the_calling_session(path: str) -> None:
@@ -405,6 +405,22 @@ async def test_a_stateless_call_gets_what_the_sdk_s_entry_answers(path: str) -> 
             envelope = {**body, "params": {"name": "remote__echo", "arguments": {"text": "x"}}}
             assert (await http.post("/mcp", json=envelope, headers=headers)).status_code == 400  # no _meta envelope
         assert gateway.fast.served == (2 if path == "fast" else 0)
+
+
+async def test_a_stateless_call_s_progress_streams_before_its_result(path: str) -> None:
+    async with gateway_before(Remote()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            body, headers = modern_call("remote__work", {})
+            body["params"]["_meta"] = {**MODERN_META, "progressToken": "tok"}
+            answer = await http.post("/mcp", json=body, headers=headers)
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+            events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+            progress = [e["params"] for e in events if e.get("method") == "notifications/progress"]
+            assert [p["progressToken"] for p in progress] == ["tok"] * len(progress) and progress
+            assert progress[-1]["progress"] == 3 and progress[-1]["message"] == "step 3"
+            assert events[-1]["id"] == 9 and events[-1]["result"]["content"][0]["text"] == "done"
+            assert events[-1]["result"]["resultType"] == "complete"
+        assert gateway.fast.served == (1 if path == "fast" else 0)
 
 
 async def test_a_stateless_call_s_mcp_param_header_is_checked_against_its_argument(path: str) -> None:

@@ -4,7 +4,8 @@
   protocol eras; ``/healthz``, ``/readyz``; Host and Origin checks), ``/metrics`` on a
   listener of its own, and their life under uvicorn: startup, SIGTERM drain, shutdown.
 - ``fastpath``: a known session's ``tools/call`` answered past the SDK's server, on the
-  parsed JSON, through the same ``Proxy.run_tool`` (everything else: the SDK's path).
+  parsed JSON, through the same ``Proxy.run_tool`` (everything else: the SDK's path);
+  ``fast_answer`` its answer: one JSON body, or SSE once the call's progress comes first.
 - ``edge``: the listener below HTTP (uvicorn's httptools protocol with the header size,
   header and body timeouts and connection count bounded; a way to drop a connection).
 - ``auth``: who may connect (static bearer tokens, JWTs checked against an issuer's

@@ -21,11 +21,13 @@ It keeps what the SDK's path gives that call:
 - cancellation: the client hanging up, or its ``notifications/cancelled`` for the call,
   cancels it (the upstream is told by the cancelled call);
 - bounds: the body was read within ``max_request_body_size``; one nested past
-  ``max_json_depth`` is not taken (the SDK's path refuses it).
+  ``max_json_depth`` is not taken (the SDK's path refuses it);
+- progress: a call that asks for it has its notices streamed on its answer, which turns SSE
+  when the first one comes (``fast_answer``).
 
 Everything else goes on to the SDK's path untouched: other methods, a session it does not know
-yet, a call that asks for progress (its notices ride an SSE answer), malformed calls, and
-2026-07-28 calls that carry ``requestState`` or whose client declared sampling, elicitation or
+yet, a call with progress when the gateway answers JSON only (``gateway.json_response``),
+malformed calls, and 2026-07-28 calls that carry ``requestState`` or whose client declared sampling, elicitation or
 roots (``rounds`` may suspend them). ``PATCHBAY_FAST_PATH=0`` turns it off.
 """
 
@@ -36,7 +38,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import anyio
 import pydantic_core
@@ -59,7 +61,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from mcp_patchbay.jsonrpc import deeper_than, is_request_id
+from mcp_patchbay.deadlines import ProgressFn
+from mcp_patchbay.gateway.fast_answer import Answer
+from mcp_patchbay.jsonrpc import RequestId, deeper_than, is_request_id
 from mcp_patchbay.lane import LATER_CALL_FIELDS, split_meta
 from mcp_patchbay.sdk import SessionManager, holding
 from mcp_patchbay.server import Proxy
@@ -137,37 +141,25 @@ class FastPath:
         transport = await self.manager.usable_session(request, sid)
         if transport is None:
             return False
-        request_id = call[0]
+        if call.token is not None and self.manager.json_response:
+            return False  # progress would need a stream the gateway was told not to open
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             session=ServerSession(cast(Any, _NO_STREAM), connection),
             lifespan_context={},
             protocol_version=connection.protocol_version,
             method="tools/call",
             params=values.get("params"),
-            request_id=request_id,
+            request_id=call.id,
             request=request,
         )
-        key = (sid, request_id)
+        answer = Answer(send, [(_SESSION, session_id)])
         with holding(transport):
-            answer = await self._run(ctx, key, receive, call)
-        if answer is None:  # cancelled: no JSON-RPC answer; a client still there hears 202, nothing more
-            await send({"type": "http.response.start", "status": 202, "headers": [(_SESSION, session_id)]})
-            await send({"type": "http.response.body", "body": b""})
+            message = await self._run(ctx, (sid, call.id), receive, call, answer)
+        if message is None:
+            await answer.cancelled()
             return True
         self.served += 1
-        out = pydantic_core.to_json(answer)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(out)).encode()),
-                    (_SESSION, session_id),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": out})
+        await answer.finish(message)
         return True
 
     async def _modern(self, scope: Scope, receive: Receive, send: Send, values: dict[str, Any]) -> bool:
@@ -184,34 +176,34 @@ class FastPath:
         caps = connection.client_capabilities
         if caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None):
             return False
+        streams = "text/event-stream" in request.headers.get("accept", "")
+        if call.token is not None and (self.manager.json_response or not streams):
+            return False  # progress needs a stream
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             session=ServerSession(cast(Any, _NO_STREAM), connection),
             lifespan_context={},
             protocol_version=connection.protocol_version,
             method="tools/call",
             params=values.get("params"),
-            request_id=call[0],
+            request_id=call.id,
             request=request,
         )
-        answer = await self._run(ctx, ("", object()), receive, call)
-        if answer is None:  # the client hung up: nobody to answer
+        answer = Answer(send, [])
+        message = await self._run(ctx, ("", object()), receive, call, answer)
+        if message is None:  # the client hung up: nobody to answer
             return True
         self.served += 1
         status = 200
-        if "result" in answer:  # what the SDK's entry stamps on a 2026-07-28 result
-            result = answer["result"]
+        if "result" in message:  # what the SDK's entry stamps on a 2026-07-28 result
+            result = message["result"]
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")
-            if meta is None or (
-                isinstance(meta, dict) and cast("dict[str, Any]", meta).get(SERVER_INFO_META_KEY) is None
-            ):
-                result["_meta"] = {**cast("dict[str, Any]", meta or {}), SERVER_INFO_META_KEY: self._server_info}
+            kept = cast("dict[str, Any]", meta) if isinstance(meta, dict) else None
+            if meta is None or (kept is not None and kept.get(SERVER_INFO_META_KEY) is None):
+                result["_meta"] = {**(kept or {}), SERVER_INFO_META_KEY: self._server_info}
         else:
-            status = ERROR_CODE_HTTP_STATUS.get(answer["error"]["code"], 200)
-        out = pydantic_core.to_json(answer)
-        start = [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": start})
-        await send({"type": "http.response.body", "body": out})
+            status = ERROR_CODE_HTTP_STATUS.get(message["error"]["code"], 200)
+        await answer.finish(message, status)
         return True
 
     async def _run(
@@ -219,21 +211,31 @@ class FastPath:
         ctx: ServerRequestContext[Any, Any],
         key: tuple[str, Any],
         receive: Receive,
-        call_of: tuple[Any, str, dict[str, Any] | None, dict[str, Any] | None],
+        call: _Call,
+        answer: Answer,
     ) -> dict[str, Any] | None:
         """The call's JSON-RPC answer; None when it was cancelled (the client hung up or said so).
+        Its progress, if it asked for it, goes to ``answer`` (posted through the outboxes).
 
         The call runs in this task; a plain asyncio task watches for the client hanging up (an
         anyio task group here was a tenth of the gateway's CPU per call)."""
-        request_id, name, arguments, meta = call_of
+        request_id = call.id
         if key in self._calls:
             return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": "Duplicate request id"}}
+        progress: ProgressFn | None = None
+        token, outboxes = call.token, self.proxy.outboxes
+        if token is not None and outboxes is not None:
+
+            async def forward(value: float, total: float | None, note: str | None) -> None:
+                await answer.progress(token, value, total, note)
+
+            progress = outboxes.progress(forward)
         scope = self._calls[key] = anyio.CancelScope()
         watcher = asyncio.get_running_loop().create_task(_hang_up(receive, scope, request_id))
         try:
             with scope:
                 try:
-                    result = await self.proxy.run_tool(name, arguments, None, meta, request=ctx)
+                    result = await self.proxy.run_tool(call.name, call.arguments, progress, call.meta, request=ctx)
                 except MCPError as exc:  # unknown_tool: "error"
                     error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
                     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -327,8 +329,18 @@ async def _hang_up(receive: Receive, scope: anyio.CancelScope, request_id: Any) 
     scope.cancel()
 
 
-def _call_of(message: dict[str, Any]) -> tuple[Any, str, dict[str, Any] | None, dict[str, Any] | None] | None:
-    """(id, name, arguments, meta to pass on) of a ``tools/call`` the fast path serves, else None."""
+class _Call(NamedTuple):
+    id: RequestId
+    name: str
+    arguments: dict[str, Any] | None
+    meta: dict[str, Any] | None
+    """The client's ``_meta`` to pass on (``lane.split_meta``)."""
+    token: RequestId | None
+    """Its progress token: its progress is streamed to it (``fast_answer``)."""
+
+
+def _call_of(message: dict[str, Any]) -> _Call | None:
+    """A ``tools/call`` the fast path serves, else None."""
     if message.get("method") != "tools/call" or message.get("jsonrpc") != "2.0":
         return None
     request_id = message.get("id")
@@ -342,9 +354,9 @@ def _call_of(message: dict[str, Any]) -> tuple[Any, str, dict[str, Any] | None, 
     if "requestState" in values or "inputResponses" in values:
         return None
     token, meta = split_meta(wire_meta)
-    if token is not None or (isinstance(wire_meta, dict) and "progressToken" in wire_meta):
-        return None  # progress rides an SSE answer: the SDK's path
-    return request_id, name, cast("dict[str, Any] | None", arguments), meta
+    if token is None and isinstance(wire_meta, dict) and "progressToken" in wire_meta:
+        return None  # a token that is not an id: the SDK's path answers it
+    return _Call(cast("RequestId", request_id), name, cast("dict[str, Any] | None", arguments), meta, token)
 
 
 def _accepts_json(headers: dict[bytes, bytes]) -> bool:
