@@ -62,7 +62,9 @@ class Nearest:
             return {}
         import numpy as np
 
-        cosines = self._vectors @ self._meaning.encode([query])[0]
+        # einsum, not @: numpy's BLAS spreads a product over 10,000 rows across threads that then spin,
+        # and on two busy cores that took a 10,000-tool search from 2 ms to 8-12 ms median (1,000: no change).
+        cosines = np.einsum("ij,j->i", self._vectors, self._meaning.encode([query])[0])
         if allowed is not None:
             docs = np.fromiter(allowed, dtype=np.intp, count=len(allowed))
         else:
