@@ -27,8 +27,9 @@ Modules, each with its rules in its docstring:
   rapidfuzz-near exposed and upstream names).
 - ``nearest``: ``Nearest``, the tools' vectors and the meaning score of the tools nearest a
   query (what is embedded, which queries say a need).
-- ``meaning``: ``Meaning``, the static embedding model (WordLlama's, from its wheel) that
-  gives texts vectors for ``nearest``.
+- ``meaning``: ``Meaning``, the static embedding model that gives texts vectors for
+  ``nearest``: the trained table ``meaning_table.safetensors`` (package data, 8.3 MB) read
+  with WordLlama's tokenizer (from its wheel).
 - ``render``: ``render_answer``, ``OUTPUT_SCHEMA``, ``ServerNote``, schema compaction.
 - ``describe``: ``find_tools_description``.
 
