@@ -20,6 +20,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.availability import State
 from mcp_patchbay.cli import tools as tools_cli
@@ -251,6 +252,10 @@ async def test_a_held_prompt_is_not_listed(tmp_path: Path) -> None:
         assert [p.name for p in (await client.list_prompts()).prompts] == []
         assert (await _status(client))["servers"]["notes"]["held_prompts"] == 1
         assert proxy.supervisor.held_error("notes__summary", kind="prompt") is not None
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt("notes__summary")
+        assert raised.value.error.data["code"] == "TOOL_CHANGED"
+        assert "mcp-patchbay trust notes --prompt summary" in raised.value.error.message
 
 
 async def test_pin_and_scan_off_serve_what_the_server_lists(tmp_path: Path) -> None:

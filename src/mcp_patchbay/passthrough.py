@@ -189,12 +189,22 @@ class Passthrough:
             if resolution.kind not in ("exact", "resolved") or resolution.entry is None:
                 if resolution.kind == "server_unavailable" and resolution.server in self.supervisor.upstreams:
                     raise to_mcp_error(await self.supervisor.upstreams[resolution.server].unavailable())
+                held = self._held_prompt(called, resolution.server if resolution.kind == "hidden" else None)
+                if held is not None:
+                    raise to_mcp_error(held)
                 raise to_mcp_error(unknown_name(resolution, resolver, kind="prompt"))
             target = catalog.prompts_by_exposed[resolution.entry.exposed]
         upstream = self.supervisor.upstreams.get(target.server)
         if upstream is None:
             raise MCPError(types.INVALID_PARAMS, f"Server '{target.server}' was removed from the config.")
         return upstream, target.upstream_name
+
+    def _held_prompt(self, called: str, server: str | None) -> PatchbayError | None:
+        """``TOOL_CHANGED`` for a prompt held until the user approves it, when the caller may use its server."""
+        held = self.supervisor.held_error(called, server=server, kind="prompt")
+        if held is None or (self._permitted is not None and (held.server or "") not in self._permitted()):
+            return None
+        return held
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
