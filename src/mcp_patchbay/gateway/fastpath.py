@@ -28,7 +28,8 @@ It keeps what the SDK's path gives that call:
 Everything else goes on to the SDK's path untouched: other methods, a session it does not know
 yet, a call with progress when the gateway answers JSON only (``gateway.json_response``),
 malformed calls, and 2026-07-28 calls that carry ``requestState`` or whose client declared sampling, elicitation or
-roots (``rounds`` may suspend them). ``PATCHBAY_FAST_PATH=0`` turns it off.
+roots (``rounds`` may suspend them). ``gateway.fast_path: false`` turns it off (read at start);
+so does ``$PATCHBAY_FAST_PATH=0``, for the benchmarks' comparison and tests, whatever the config says.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ from mcp_patchbay.server import Proxy
 logger = logging.getLogger("mcp_patchbay.gateway")
 
 ENABLED = os.environ.get("PATCHBAY_FAST_PATH", "1") != "0"
-"""On unless ``$PATCHBAY_FAST_PATH`` is ``0``; tests turn it off to run the SDK's path."""
+"""Off when ``$PATCHBAY_FAST_PATH`` is ``0``, whatever ``gateway.fast_path`` says (the benchmarks
+compare both paths with it; tests turn it off to run the SDK's path)."""
 _SESSION = b"mcp-session-id"
 _VERSION = b"mcp-protocol-version"
 
@@ -102,12 +104,15 @@ class FastPath:
         self.max_depth = max_depth
         self.served = 0
         """Calls answered here (tests read it: the path was taken)."""
+        gateway = proxy.config.gateway
+        self.enabled = gateway is None or gateway.fast_path
+        """``gateway.fast_path``, read at start."""
         self._server_info = proxy.server.server_info_stamp
         self._calls: dict[tuple[str, Any], anyio.CancelScope] = {}
         """(session id, request id) -> the call in flight, for the client's notifications/cancelled."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> bool:
-        if not ENABLED or (b'"tools/call"' not in body and b'"notifications/cancelled"' not in body):
+        if not (ENABLED and self.enabled) or (b'"tools/call"' not in body and b'"notifications/cancelled"' not in body):
             return False
         headers = dict(scope["headers"])
         session_id = headers.get(_SESSION)

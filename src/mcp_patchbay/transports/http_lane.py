@@ -25,6 +25,10 @@ sent twice: before the session's headers are known; a 401 (the SDK's auth flow r
 credential or asks for a sign-in), a 404 (the SDK reads whether the session is gone) and
 redirects, which the server refused unprocessed. An upstream reached through an HTTP proxy
 (``HTTP_PROXY`` and the like) gets no lane at all.
+
+``patchbay.http_lane: false`` (``Bounds.http_lane``) sends every request through the SDK's
+client; ``$PATCHBAY_HTTP_LANE=0`` gives no link a lane at all, whatever the config says (the
+benchmarks compare both paths with it; tests turn ``ENABLED`` off to run the SDK's path).
 """
 
 from __future__ import annotations
@@ -59,9 +63,8 @@ from mcp_patchbay.transports.http1 import Connection, EventTooLarge, Pool, Proto
 logger = logging.getLogger("mcp_patchbay.http_lane")
 
 ENABLED = os.environ.get("PATCHBAY_HTTP_LANE", "1") != "0"
-"""Whether streamable HTTP upstreams get the lane: on unless ``$PATCHBAY_HTTP_LANE`` is ``0``
-(a way around it should an upstream misbehave with it, and the benchmarks' comparison);
-tests turn it off to run the SDK's path."""
+"""Whether streamable HTTP upstreams may get the lane: not when ``$PATCHBAY_HTTP_LANE`` is ``0``,
+whatever ``patchbay.http_lane`` says (the benchmarks' comparison; tests turn it off)."""
 DRAIN_SECONDS = 0.25
 """How long, once a call's answer is in, the rest of its SSE body may take (else the
 connection is dropped rather than reused)."""
@@ -188,6 +191,9 @@ class HttpLane(RawCalls):
     async def request(self, method: str, params: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
         if self._closed:
             raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+        if not self._bounds.http_lane:  # patchbay.http_lane: false
+            self.fell_back += 1
+            return await super().request(method, params, on_progress)
         name = params.get("name") if method == "tools/call" else None
         request_id = f"{ID_PREFIX}{next(self._ids)}"
         sent = params
