@@ -9,7 +9,8 @@ hand-offs) is pure cost, so the transport offers every message it reads to
 
 - before the client's ``notifications/initialized`` (and always on the stateless
   2026-07-28 protocol, which has no handshake) nothing is taken: the SDK serves it all;
-- after it, a well-formed ``tools/call`` runs here, in a task of its own, through the
+- after it, a well-formed ``tools/call`` runs here, in a plain asyncio task of its own
+  (an anyio task group's ``start_soon`` cost five times as much a call), through the
   same ``Proxy.run_tool`` (``call_path.ToolPath.run``) as the SDK's path, and its answer is written as JSON;
 - a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
   by the cancelled call); a cancelled call gets no answer, as the protocol asks;
@@ -18,13 +19,13 @@ hand-offs) is pure cost, so the transport offers every message it reads to
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
-import anyio.abc
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.deadlines import ProgressFn
@@ -50,7 +51,7 @@ class CallLane:
     def __init__(self, run_tool: RunTool) -> None:
         self._run_tool = run_tool
         self._send: Send | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._saw_initialize = False
         self.client_name: str | None = None
         """The ``clientInfo.name`` of the client's ``initialize`` (what it shows the model differs)."""
@@ -64,14 +65,25 @@ class CallLane:
 
     @asynccontextmanager
     async def serving(self, send: Send) -> AsyncGenerator[None, None]:
-        """Take calls while inside; ``send`` writes one message to the client."""
-        async with anyio.create_task_group() as tg:
-            self._tg, self._send = tg, send
-            try:
-                yield
-            finally:
-                self._tg, self._send, self.open, self._saw_initialize = None, None, False, False
-                tg.cancel_scope.cancel()
+        """Take calls while inside; ``send`` writes one message to the client. Leaving cancels
+        the calls still in flight (they get no answer) and waits for them to end."""
+        self._send = send
+        try:
+            yield
+        finally:
+            self._send, self.open, self._saw_initialize = None, False, False
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait(tasks)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # run_tool answers every failure; anything else is a bug, told to developers.
+            logger.error("tools/call failed unexpectedly", exc_info=task.exception())
 
     def offer(self, message: dict[str, Any]) -> bool:
         """Whether the lane took ``message`` (one message read from the client)."""
@@ -100,21 +112,18 @@ class CallLane:
     def _take_call(self, message: dict[str, Any]) -> bool:
         request_id = message.get("id")
         params = message.get("params")
-        if not self.open or self._tg is None or not is_request_id(request_id) or not isinstance(params, dict):
+        if not self.open or self._send is None or not is_request_id(request_id) or not isinstance(params, dict):
             return False
         values = cast("dict[str, Any]", params)
         name, arguments, meta = values.get("name"), values.get("arguments"), values.get("_meta")
         if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
             return False  # the SDK answers it with its usual invalid-params error
         token, forwarded = split_meta(meta)
-        self._tg.start_soon(
-            self._call,
-            cast("RequestId", request_id),
-            name,
-            cast("dict[str, Any] | None", arguments),
-            token,
-            forwarded,
+        task = asyncio.create_task(
+            self._call(cast("RequestId", request_id), name, cast("dict[str, Any] | None", arguments), token, forwarded)
         )
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
         return True
 
     async def _call(
