@@ -22,8 +22,8 @@ early resumes with ``Last-Event-ID`` as the SDK does; a connection refused or dr
 What the lane does not serve goes through the SDK's client (``RawCalls.request`` on a writer
 that hands the request to the SDK's transport, its answer caught by ``take_sdk``), never
 sent twice: before the session's headers are known; a 401 (the SDK's auth flow refreshes the
-credential or asks for a sign-in), a 404 (the SDK reads whether the session is gone) and
-redirects, which the server refused unprocessed. An upstream reached through an HTTP proxy
+credential or asks for a sign-in), a 403 with a challenge (a step-up to more scope), a 404 (the SDK
+reads whether the session is gone) and redirects, which the server refused unprocessed. An upstream reached through an HTTP proxy
 (``HTTP_PROXY`` and the like) gets no lane at all.
 
 ``patchbay.http_lane: false`` (``Bounds.http_lane``) sends every request through the SDK's
@@ -263,7 +263,8 @@ class HttpLane(RawCalls):
         future: asyncio.Future[Any],
     ) -> None:
         content_type = headers.get(b"content-type", b"").lower()
-        if status in (401, 404) or 300 <= status < 400:
+        if status in (401, 404) or 300 <= status < 400 or (status == 403 and b"www-authenticate" in headers):
+            # 403 with a challenge: the SDK's auth flow asks for more scope (step-up) and sends it again
             await _discard(connection)
             raise Fallback
         if status >= 400:
