@@ -18,11 +18,9 @@ again. Never fails its caller.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,17 +216,7 @@ class ListingCache:
 
     def _write(self, records: dict[str, dict[str, Any]]) -> None:
         text = json.dumps({"version": VERSION, "servers": records}, ensure_ascii=False)
-        path = self.path
-        temporary = path.parent / f".{path.name}.{os.getpid()}.tmp"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with contextlib.suppress(FileNotFoundError):
-                temporary.unlink()
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(text)
-            temporary.replace(path)
+            places.write_private(self.path, text)
         except OSError as exc:
-            logger.warning("could not write the listing cache %s: %s", path, exc)
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            logger.warning("could not write the listing cache %s: %s", self.path, exc)

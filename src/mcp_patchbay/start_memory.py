@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -72,9 +71,6 @@ def remember(config: str | Path, tools: int) -> None:
     newest = sorted(entries.items(), key=lambda item: -float(cast("dict[str, Any]", item[1]).get("at", 0)))
     target = _file()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(dict(newest[:MAX_ENTRIES])), encoding="utf-8")
-        temporary.replace(target)
+        places.write_private(target, json.dumps(dict(newest[:MAX_ENTRIES])))
     except OSError as exc:
         logger.debug("could not keep what this start found: %r", exc)

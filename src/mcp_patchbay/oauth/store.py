@@ -10,11 +10,9 @@ mode 0700. Nothing here logs a token, a secret or a file's contents.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import time
 from pathlib import Path
@@ -23,13 +21,13 @@ from typing import Any, cast
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
+from mcp_patchbay import places
+
 logger = logging.getLogger("mcp_patchbay.oauth")
 
 
 def data_dir() -> Path:
     """The folder of stored sign-ins, in the proxy's data folder (``places``)."""
-    from mcp_patchbay import places
-
     return places.data_dir() / "oauth"
 
 
@@ -177,22 +175,7 @@ class TokenStore:
 
     def _write(self, data: dict[str, Any]) -> None:
         data["server_url"] = self.server_url
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if folder.stat().st_mode & 0o077:
-            folder.chmod(0o700)  # ours alone, whoever made it (mkdir's mode obeys the umask)
-        temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                json.dump(data, file, indent=1, sort_keys=True)
-            temporary.replace(self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        places.write_private(self.path, json.dumps(data, indent=1, sort_keys=True))
 
 
 __all__ = ["TokenStore", "data_dir", "file_for", "fingerprint_of"]

@@ -38,6 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from mcp_patchbay import places
 from mcp_patchbay.trust.decide import Pin, ServerPins
 from mcp_patchbay.trust.locking import locked
 
@@ -185,19 +186,7 @@ class PinStore:
     def _write(self, records: Mapping[str, ServerPins]) -> None:
         kept = dict(records)
         text = self._bounded(kept)
-        folder = self.path.parent
-        temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(text)
-            temporary.replace(self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        places.write_private(self.path, text)
         self._version = self._stat()
         self._last = None if self._version is None else (self._version, kept)
 
