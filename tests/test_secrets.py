@@ -372,3 +372,31 @@ def test_import_on_a_terminal_without_a_keyring_keeps_them_and_names_the_alterna
     assert code == 0 and "They stay in the file: no keyring backend is available" in out and "${VAR}" in out
     assert "Move them into the keyring" not in out  # not asked: there is nowhere to move them
     assert GH_TOKEN in (tmp_path / "p.json").read_text()
+
+
+@pytest.mark.anyio
+async def test_a_reload_reads_the_file_off_the_event_loop(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Reading may ask the keyring (a locked one waits for its user): other requests go on meanwhile."""
+    import threading
+
+    import anyio
+
+    from mcp_patchbay import watch
+
+    released = threading.Event()
+    order: list[str] = []
+
+    def slow_load(path: Path) -> object:
+        released.wait(5)  # bounded: a reload on the loop would hold it here for the whole 5 s
+        order.append("read")
+        return object()
+
+    monkeypatch.setattr(watch, "load_config", slow_load)
+    applied: list[object] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.reload, tmp_path / "p.json", applied.append)
+            await anyio.sleep(0.01)
+            order.append("loop")
+            released.set()
+    assert order == ["loop", "read"] and len(applied) == 1

@@ -4,7 +4,7 @@ Polls the file's identity (inode, size, mtime) once a second: that sees editors 
 save in place and editors that write a new file and rename it over the old one, on
 every platform, with no dependency. ``reload_on_sighup`` reloads on SIGHUP where the
 system has it (the CLI installs it even when watching is off).
-A broken edit keeps the last good config and logs why.
+A broken edit keeps the last good config and logs why. The file is read in a worker thread.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def reload(path: Path, apply: Callable[[Config], None]) -> bool:
+async def reload(path: Path, apply: Callable[[Config], None]) -> bool:
+    """Read the file again and apply it. Read in a worker thread: reading may ask the OS keyring for a
+    ``${secret:NAME}`` (a locked keyring or a Keychain dialog must not stop every client's requests)."""
     try:
-        config = load_config(path)
+        config = await anyio.to_thread.run_sync(load_config, path)
     except ConfigError as exc:
         logger.error("config change ignored, keeping the last good config:\n%s", exc)
         return False
@@ -51,7 +53,7 @@ async def watch_config(path: Path, apply: Callable[[Config], None], poll: float 
         if current is None or current == last:
             continue  # a missing file is mid-rename or deleted: keep serving what we have
         last = current
-        reload(path, apply)
+        await reload(path, apply)
 
 
 async def reload_on_sighup(path: Path, apply: Callable[[Config], None]) -> None:
@@ -60,4 +62,4 @@ async def reload_on_sighup(path: Path, apply: Callable[[Config], None]) -> None:
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
         async for _ in signals:
             logger.info("SIGHUP: reloading %s", path)
-            reload(path, apply)
+            await reload(path, apply)
