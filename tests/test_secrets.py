@@ -400,3 +400,14 @@ async def test_a_reload_reads_the_file_off_the_event_loop(monkeypatch: pytest.Mo
             order.append("loop")
             released.set()
     assert order == ["loop", "read"] and len(applied) == 1
+
+
+def test_import_onto_an_existing_config_without_force_leaves_the_keyring_alone(
+    tmp_path: Path, memory: MemoryKeyring
+) -> None:
+    target = tmp_path / "patchbay.json"
+    target.write_text('{"mcpServers": {}}')
+    memory.values[(SERVICE, "github.GITHUB_TOKEN")] = "the token the existing config uses"
+    code, _, err = import_(client_home(tmp_path), "-o", str(target), "--secrets", "keyring")
+    assert code == 2 and "already exists; nothing written" in err
+    assert memory.values == {(SERVICE, "github.GITHUB_TOKEN"): "the token the existing config uses"}

@@ -298,6 +298,13 @@ def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: Tex
     except ConfigError as exc:
         print(f"mcp-patchbay import: the config made is not valid; nothing written:\n{exc}", file=err)
         return EXIT_CONFIG
+    if target.exists() and not args.force and not args.dry_run:  # before any secret is stored in the keyring
+        print(
+            f"mcp-patchbay import: {target} already exists; nothing written. Add --force to replace it "
+            "(a backup is kept beside it), -o PATH to write elsewhere, or --dry-run to see the result.",
+            file=err,
+        )
+        return EXIT_CONFIG
     secrets = _secrets(servers, args, sys.stdin if stdin is None else stdin, out, err)
     if secrets is None:
         return EXIT_CONFIG
@@ -310,13 +317,6 @@ def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: Tex
         return EXIT_DONE
     kept: Path | None = None
     if target.exists():
-        if not args.force:
-            print(
-                f"mcp-patchbay import: {target} already exists; nothing written. Add --force to replace it "
-                "(a backup is kept beside it), -o PATH to write elsewhere, or --dry-run to see the result.",
-                file=err,
-            )
-            return EXIT_CONFIG
         kept = backup(target)
     try:
         write_atomic(target, text.encode("utf-8"))
