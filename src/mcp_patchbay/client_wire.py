@@ -54,6 +54,7 @@ from mcp_patchbay.jsonrpc import (
     envelope_of,
     error_line,
     is_request_id,
+    loads,
     peek_envelope,
     refusal,
 )
@@ -175,7 +176,7 @@ async def stdio_streams(
             await refuse(envelope_of(line), bounds.too_deep())
             return
         try:
-            value = json.loads(line)
+            value = loads(line)
         except (ValueError, RecursionError):  # RecursionError: the last line of defence
             value = NOT_JSON
         refused = None if value is NOT_JSON else refusal(value)
