@@ -371,6 +371,30 @@ async def test_a_body_nested_too_deep_is_refused(path: str) -> None:
         assert gateway.fast.served == 0
 
 
+async def test_a_lone_surrogate_is_refused_without_tripping_the_breaker(path: str) -> None:
+    """JSON that pydantic-core refuses (a lone surrogate escape) goes to the SDK's path, which
+    answers 400; it never reaches the upstream, so its breaker stays closed for everyone."""
+    async with gateway_before(Remote()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await open_session(http)
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            bad = [
+                b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remote__echo",'
+                b'"arguments":{"text":"\\ud800"}}}',
+                b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x\\ud800"}}',
+            ]
+            for _ in range(4):
+                for body in bad:
+                    refused = await http.post("/mcp", content=body, headers=with_session)
+                    assert refused.status_code == 400, refused.text
+            answer = await http.post(
+                "/mcp", json=call_body("remote__echo", {"text": "still here"}), headers=with_session
+            )
+            assert answer.status_code == 200
+            assert "still here" in answer.text and "in a row" not in answer.text
+        assert gateway.fast.served == (1 if path == "fast" else 0)
+
+
 MODERN = "2026-07-28"
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -23,8 +23,8 @@ What the lane does not serve goes through the SDK's client (``RawCalls.request``
 that hands the request to the SDK's transport, its answer caught by ``take_sdk``), never
 sent twice: before the session's headers are known; a 401 (the SDK's auth flow refreshes the
 credential or asks for a sign-in), a 403 with a challenge (a step-up to more scope), a 404 (the SDK
-reads whether the session is gone) and redirects, which the server refused unprocessed. An upstream reached through an HTTP proxy
-(``HTTP_PROXY`` and the like) gets no lane at all.
+reads whether the session is gone) and redirects, which the server refused unprocessed. An upstream
+reached through an HTTP proxy (``HTTP_PROXY`` and the like) gets no lane at all.
 
 ``patchbay.http_lane: false`` (``Bounds.http_lane``) sends every request through the SDK's
 client; ``$PATCHBAY_HTTP_LANE=0`` gives no link a lane at all, whatever the config says (the
@@ -34,7 +34,6 @@ benchmarks compare both paths with it; tests turn ``ENABLED`` off to run the SDK
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import urllib.request
@@ -50,7 +49,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp.shared.message import SessionMessage
 
-from mcp_patchbay.errors import Code, refusal_data
+from mcp_patchbay.errors import ClientError, Code, refusal_data
 from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.jsonrpc import Bounds, deeper_than, encode
 from mcp_patchbay.rawcalls import (
@@ -200,7 +199,13 @@ class HttpLane(RawCalls):
         if on_progress is not None:
             meta = cast("dict[str, Any]", params.get("_meta") or {})
             sent = {**params, "_meta": {**meta, "progressToken": request_id}}
-        body = pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent})
+        try:
+            body = pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent})
+        except ValueError:  # a lone surrogate the client's JSON carried: not the server's failure
+            raise ClientError(
+                Code.INVALID_ARGUMENTS,
+                "The request holds text that is not valid Unicode (a lone surrogate escape); send valid text.",
+            ) from None
         head = self._request_head(name if isinstance(name, str) else None, len(body))
         if head is None:
             self.fell_back += 1
@@ -398,11 +403,9 @@ class HttpLane(RawCalls):
 
 
 def _loads(data: bytes) -> Any:
-    """JSON read by pydantic-core (a third of ``json``'s time); what it refuses, ``json`` reads."""
-    try:
-        return pydantic_core.from_json(data)
-    except ValueError:
-        return json.loads(data)
+    """JSON as the SDK's client reads it (pydantic-core): what it refuses (a lone surrogate escape,
+    whose text nothing could write on) is refused here too."""
+    return pydantic_core.from_json(data)
 
 
 async def _discard(connection: Connection) -> None:
