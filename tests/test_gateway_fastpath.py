@@ -32,7 +32,7 @@ from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.gateway import fastpath
 from mcp_patchbay.gateway.app import Gateway
 from mcp_patchbay.jsonrpc import Bounds
-from mcp_patchbay.transports import http_lane
+from mcp_patchbay.transports import http1, http_lane
 from mcp_patchbay.transports.http_lane import HttpLane
 from tests.e2e_util import proxy_rig
 from tests.harness import FakeTool, make_server, result_text, text
@@ -551,32 +551,39 @@ async def test_credentials_refused_mid_session(tmp_path: Path, path: str) -> Non
 # --- the lane's own connections ------------------------------------------------------------------
 
 
-async def test_a_kept_connection_the_server_closed_is_replaced_without_losing_the_call() -> None:
-    """A keep-alive connection the server closes as the next request arrives (its idle timeout
-    racing the request): nothing of an answer was read, so the lane sends it once more on a new one."""
-    answered: list[str] = []
+async def _kept_connection_lane(
+    close_after_answer: bool,
+) -> tuple[HttpLane, list[str], list[asyncio.StreamWriter], asyncio.Server, asyncio.Event]:
+    """A lane to a server that answers the first connection's first request, then either closes
+    that connection at once (``close_after_answer``: its idle timeout) or reads the next request
+    on it and closes it unanswered (it may have run it). ``seen``: the requests it read."""
+    seen: list[str] = []
     writers: list[asyncio.StreamWriter] = []
+    closed = asyncio.Event()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
-        served_here = 0
+        first = len(writers) == 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
                 body = json.loads(await reader.readexactly(length))
-                if served_here == 1 and len(writers) == 1:
-                    return  # the first connection's second request: closed unanswered
-                served_here += 1
-                answered.append(body["params"]["name"])
+                seen.append(body["params"]["name"])
+                if first and len(seen) == 2:
+                    return  # read, maybe run, never answered
                 answer = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}).encode()
                 head_out = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(answer)}\r\n\r\n"
                 writer.write(head_out.encode() + answer)
                 await writer.drain()
+                if first and close_after_answer:
+                    return
         except asyncio.IncompleteReadError:
             pass
         finally:
             writer.close()
+            if first:
+                closed.set()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -586,19 +593,62 @@ async def test_a_kept_connection_the_server_closed_is_replaced_without_losing_th
 
     lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=nowhere, inject=nowhere, spawn=print)
     lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
+    return lane, seen, writers, server, closed
+
+
+async def _stop(lane: HttpLane, writers: list[asyncio.StreamWriter], server: asyncio.Server) -> None:
+    lane.close()
+    server.close()
+    for writer in writers:
+        writer.close()
+    await server.wait_closed()
+
+
+async def test_a_kept_connection_the_server_closed_while_idle_is_replaced() -> None:
+    """A keep-alive connection the server closed while it sat in the pool (its idle timeout):
+    the request never left, so it goes on a new connection."""
+    lane, seen, writers, server, closed = await _kept_connection_lane(close_after_answer=True)
+    try:
+        with anyio.fail_after(10):
+            assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
+            await closed.wait()
+            kept = lane._pool._idle  # pyright: ignore[reportPrivateUsage]
+            while kept and not kept[0]._reader.at_eof():  # pyright: ignore[reportPrivateUsage]
+                await asyncio.sleep(0)  # the client's side reads the close
+            assert await lane.request("tools/call", {"name": "b"}) == {"content": []}
+        assert seen == ["a", "b"]
+        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+        assert lane.served == 2 and lane.fell_back == 0
+    finally:
+        await _stop(lane, writers, server)
+
+
+async def test_a_request_the_server_read_before_closing_is_not_sent_twice() -> None:
+    """A kept connection that dies once the request was written: the server may have run it,
+    so the call fails (the connection is lost) rather than running twice."""
+    lane, seen, writers, server, _ = await _kept_connection_lane(close_after_answer=False)
+    try:
+        with anyio.fail_after(10):
+            assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
+            with pytest.raises(ConnectionError):
+                await lane.request("tools/call", {"name": "b"})
+        assert seen == ["a", "b"]
+        assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage]
+    finally:
+        await _stop(lane, writers, server)
+
+
+async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http1, "IDLE_SECONDS", -1.0)  # every idle connection is too old
+    lane, seen, writers, server, _ = await _kept_connection_lane(close_after_answer=False)
     try:
         with anyio.fail_after(10):
             assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
             assert await lane.request("tools/call", {"name": "b"}) == {"content": []}
-        assert answered == ["a", "b"]
+        assert seen == ["a", "b"]
         assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
-        assert lane.served == 2 and lane.fell_back == 0
     finally:
-        lane.close()
-        server.close()
-        for writer in writers:
-            writer.close()
-        await server.wait_closed()
+        await _stop(lane, writers, server)
 
 
 async def test_a_json_answer_without_the_response_fails_the_call() -> None:

@@ -30,11 +30,20 @@ import httptools  # pyright: ignore[reportMissingTypeStubs]
 
 MAX_IDLE = 64
 """Idle keep-alive connections kept per upstream (the bulkhead bounds those in use)."""
+IDLE_SECONDS = 1.5
+"""A kept connection idle longer than this is closed rather than reused: a server closes idle
+ones on its own timer (gunicorn 2 s, uvicorn and Node 5 s), and a request written as it does
+is lost with no way to know whether it ran (so it is not sent again: ``NotSent``)."""
 READ_SIZE = 65_536
 
 
 class ProtocolError(ConnectionError):
     """The server's answer was not HTTP/1.1 the parser could read, or it closed mid-answer."""
+
+
+class NotSent(ProtocolError):
+    """The request never left: the connection was closed before it was written, or writing it
+    failed. Sending it again on another connection cannot run it twice."""
 
 
 class EventTooLarge(Exception):
@@ -75,7 +84,7 @@ class _Parse:
 class Connection:
     """One keep-alive connection, one request at a time."""
 
-    __slots__ = ("_parse", "_parser", "_reader", "_writer", "used")
+    __slots__ = ("_parse", "_parser", "_reader", "_writer", "idle_since", "used")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
@@ -84,18 +93,27 @@ class Connection:
         self._parser: Any = None
         self.used = False
         """Whether a request was sent on it before (a reused connection the server may have closed)."""
+        self.idle_since = 0.0
+        """The loop's time when it last went back to the pool."""
 
     async def request(self, head: bytes, body: bytes) -> tuple[int, dict[bytes, bytes]]:
         """Send one request; the answer's status and headers (names in lower case).
 
-        Raises ``ProtocolError`` (a ``ConnectionError``) when the server closed the connection
-        before answering, or answered with something other than HTTP/1.1."""
+        Raises ``NotSent`` when the connection was closed before the request was written or
+        writing it failed; ``ProtocolError`` (a ``ConnectionError``) when the server closed the
+        connection once it was written (it may have run it), or answered with something other
+        than HTTP/1.1."""
         self.used = True
         parse = self._parse = _Parse()
         parser = self._parser = parse.parser = httptools.HttpResponseParser(parse)
-        self._writer.write(head + body)
-        if self._writer.transport.get_write_buffer_size() > READ_SIZE:
-            await self._writer.drain()
+        writer = self._writer
+        if self._reader.at_eof() or writer.is_closing():
+            raise NotSent("the server had closed the connection")
+        try:
+            writer.write(head + body)
+            await writer.drain()
+        except ConnectionError as exc:
+            raise NotSent(f"writing the request failed: {exc}") from exc
         while not parse.head_done:
             data = await self._reader.read(READ_SIZE)
             if not data:
@@ -172,11 +190,13 @@ class Pool:
     async def acquire(self) -> Connection:
         """An idle connection still open, else a new one."""
         idle = self._idle
-        while idle:
-            connection = idle.pop()
-            if connection.reusable:
-                return connection
-            connection.close()
+        if idle:
+            oldest = asyncio.get_running_loop().time() - IDLE_SECONDS
+            while idle:
+                connection = idle.pop()
+                if connection.reusable and connection.idle_since >= oldest:
+                    return connection
+                connection.close()
         async with asyncio.timeout(self._connect_timeout):
             reader, writer = await asyncio.open_connection(
                 self.host, self.port, ssl=self._ssl, server_hostname=self.host if self._ssl else None, limit=READ_SIZE
@@ -187,6 +207,7 @@ class Pool:
     def release(self, connection: Connection) -> None:
         """Back to the pool when its answer was read whole and it is kept alive; else closed."""
         if connection.reusable and len(self._idle) < MAX_IDLE and not self._closed:
+            connection.idle_since = asyncio.get_running_loop().time()
             self._idle.append(connection)
         else:
             connection.close()
@@ -258,4 +279,14 @@ def _event(block: bytes) -> Event | None:
     return Event("\n".join(data), event_id, retry)
 
 
-__all__ = ["MAX_IDLE", "Connection", "Event", "EventTooLarge", "Pool", "ProtocolError", "events"]
+__all__ = [
+    "IDLE_SECONDS",
+    "MAX_IDLE",
+    "Connection",
+    "Event",
+    "EventTooLarge",
+    "NotSent",
+    "Pool",
+    "ProtocolError",
+    "events",
+]

@@ -57,7 +57,7 @@ from mcp_patchbay.rawcalls import (
     RawCalls,
     _Pending,  # pyright: ignore[reportPrivateUsage]
 )
-from mcp_patchbay.transports.http1 import Connection, EventTooLarge, Pool, ProtocolError, events
+from mcp_patchbay.transports.http1 import Connection, EventTooLarge, NotSent, Pool, ProtocolError, events
 
 logger = logging.getLogger("mcp_patchbay.http_lane")
 
@@ -243,12 +243,13 @@ class HttpLane(RawCalls):
             try:
                 status, headers = await connection.request(head, body)
                 break
-            except ConnectionError:  # ProtocolError included: closed, reset
+            except NotSent:
                 connection.close()
                 if not reused:
                     raise
-                # A kept connection the server closed meanwhile (its idle timeout): nothing was
-                # read of an answer, so the request was not taken. Once more, on a new one.
+                # A kept connection the server had closed (its idle timeout) before the request
+                # was written: it never left, so once more on another. Once written, a failure
+                # (a ConnectionError: the connection is lost) is not resent: the server may have run it.
             except BaseException:
                 connection.close()
                 raise
