@@ -235,10 +235,15 @@ def decide(
     now: float,
     scan: Scan | None = None,
     server: str = "",
+    hold_unpinned: bool = False,
 ) -> Decision:
-    """What to serve of one server's listing, and its pins after it (see the module's rules)."""
+    """What to serve of one server's listing, and its pins after it (see the module's rules).
+    ``hold_unpinned``: hold everything not approved, first sight or not (the pins file has no
+    room for this server: nothing more of it can be pinned)."""
     base = record or ServerPins(server)
-    first_sight = not any(base.approved[kind] for kind in ("tool", "prompt"))
+    first_sight = not hold_unpinned and not any(base.approved[kind] for kind in ("tool", "prompt"))
+    if hold_unpinned:
+        policy = replace(policy, pin="hold", new_tools="hold")
     approved = {kind: dict(base.approved[kind]) for kind in _KINDS}
     pending: dict[Kind, dict[str, Pending]] = {"tool": {}, "prompt": {}}
     held: list[Held] = []

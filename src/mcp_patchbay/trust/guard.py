@@ -35,7 +35,7 @@ from mcp_patchbay.errors import PatchbayError, tool_changed
 from mcp_patchbay.trust.decide import Decision, Held, Policy, ServerPins, decide
 from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of
 from mcp_patchbay.trust.scan import ScanContext, Scanner
-from mcp_patchbay.trust.store import PinStore, PinsUnreadable, entry_key
+from mcp_patchbay.trust.store import PinsFull, PinStore, PinsUnreadable, entry_key
 
 logger = logging.getLogger("mcp_patchbay.trust")
 
@@ -153,6 +153,10 @@ class Guard:
 
                 self.store.update(key, change)
                 decision = decided[0]
+        except PinsFull as exc:
+            logger.error("server '%s': %s; its changed and new definitions are held", server, exc)
+            kept = self._kept(key)
+            decision = decide(kept, tools, prompts, policy=self.policy, now=now, scan=scan, hold_unpinned=True)
         except (PinsUnreadable, TimeoutError, OSError) as exc:
             if not self._told_unusable:
                 logger.error("pins are not kept: %s; serving as with patchbay.pin off (the scan still holds)", exc)
@@ -165,6 +169,12 @@ class Guard:
         self._reviewed[server] = _Reviewed(tools, prompts, context, self.store.version(), decision)
         self._held[server] = {(held.kind, held.name): held for held in decision.held}
         return decision
+
+    def _kept(self, key: str) -> ServerPins | None:
+        try:
+            return self.store.record(key)
+        except (PinsUnreadable, OSError):
+            return None
 
     def forget(self, server: str) -> None:
         """A server stopped or removed: nothing of it is held any more (its pins stay on disk)."""

@@ -33,25 +33,40 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from mcp_patchbay import places
-from mcp_patchbay.trust.decide import Pin, ServerPins
+from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
 from mcp_patchbay.trust.locking import locked
 
 logger = logging.getLogger("mcp_patchbay.trust")
 
-__all__ = ["FILE_NAME", "MAX_FILE_BYTES", "MemoryPinStore", "PinStore", "PinsUnreadable", "default_path", "entry_key"]
+__all__ = [
+    "FILE_NAME",
+    "MAX_FILE_BYTES",
+    "MemoryPinStore",
+    "PinStore",
+    "PinsFull",
+    "PinsUnreadable",
+    "default_path",
+    "entry_key",
+]
 
 FILE_NAME = "pins.json"
+_Item = TypeVar("_Item", Pin, Pending)
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest pins file read or written. Real servers' definitions are 0.5 to 5 KB each (the
-largest in the search benchmark's catalog, 30 KB): some thousands of tools fit many times. Past
-it, the records of servers not seen for longest are dropped first, then approved definitions
-are kept as fingerprints only (their diffs can no longer be shown)."""
+largest in the search benchmark's catalog, 30 KB): some thousands of tools fit many times. A write
+that would pass it cuts the server it changes to fingerprints only; still too large, it is not
+written (``PinsFull``) and that server's changes are held: other servers' records never give way."""
+MAX_DEFINITION_BYTES = 64 * 1024
+"""The largest definition kept whole in a record (twice the largest real one seen); a larger
+one, approved or pending, is kept as its fingerprint only."""
+MAX_WHOLE_DEFINITIONS = 2000
+"""Definitions of one kind kept whole per server record; past it, fingerprints only."""
 FORMAT = 1
 
 
@@ -60,6 +75,16 @@ class PinsUnreadable(Exception):
 
     def __init__(self, path: Path, why: str) -> None:
         super().__init__(f"the pins file {path} cannot be used ({why}); move it aside to start pinning afresh")
+        self.path = path
+        self.why = why
+
+
+class PinsFull(PinsUnreadable):
+    """A server's record does not fit in the file, even as fingerprints: nothing is written, and
+    that server's changes and new definitions are held (``guard``); the other records stay."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        Exception.__init__(self, f"the pins file {path} has no room for this server ({why})")
         self.path = path
         self.why = why
 
@@ -116,9 +141,10 @@ class PinStore:
             after = change(before)
             if after is None or (before is not None and after.same_pins(before)):
                 return after
+            after = _record_bounded(after)
             records[key] = after
-            self._write(records)
-            return after
+            self._write(records, (key,))
+            return records[key]
 
     def update_all(self, change: Callable[[str, ServerPins], ServerPins]) -> dict[str, ServerPins]:
         """``change`` applied to every record under one lock (``trust --all``); the changed ones."""
@@ -126,9 +152,9 @@ class PinStore:
             records = self._read()
             changed = {key: new for key, old in records.items() if not (new := change(key, old)).same_pins(old)}
             if changed:
-                records.update(changed)
-                self._write(records)
-            return changed
+                records.update({key: _record_bounded(record) for key, record in changed.items()})
+                self._write(records, tuple(changed))
+            return {key: records[key] for key in changed}
 
     # --- the file -------------------------------------------------------------------------------
 
@@ -183,29 +209,30 @@ class PinStore:
         self._last = None if version is None else (version, dict(records))
         return records
 
-    def _write(self, records: Mapping[str, ServerPins]) -> None:
+    def _write(self, records: Mapping[str, ServerPins], grown: Sequence[str] = ()) -> None:
         kept = dict(records)
-        text = self._bounded(kept)
+        text = self._bounded(kept, grown)
         places.write_private(self.path, text)
         self._version = self._stat()
         self._last = None if self._version is None else (self._version, kept)
 
-    def _bounded(self, records: dict[str, ServerPins]) -> str:
-        """The file's text within ``max_bytes``: records of servers not seen for longest go first,
-        then approved definitions are cut to their fingerprints (``records`` is changed to what is kept)."""
+    def _bounded(self, records: dict[str, ServerPins], grown: Sequence[str]) -> str:
+        """The file's text within ``max_bytes``. Only the records in ``grown`` (the ones this write
+        changes) give way: first cut to their fingerprints, then, still too large, nothing is written
+        (``PinsFull``): another server's record is never dropped because one server grew."""
         text = _dumps(records)
-        oldest = sorted(records, key=lambda key: records[key].seen_at)
-        while len(text.encode()) > self.max_bytes and len(oldest) > 1:
-            dropped = oldest.pop(0)
+        if len(text.encode()) <= self.max_bytes:
+            return text
+        for key in grown:
+            records[key] = _fingerprints_only(records[key])
             logger.warning(
-                "pins: the record of server '%s' is dropped to keep the file bounded", records[dropped].server
+                "pins: server '%s' is kept as fingerprints only, to keep the file within %s bytes",
+                _escaped(records[key].server),
+                f"{self.max_bytes:,}",
             )
-            del records[dropped]
-            text = _dumps(records)
+        text = _dumps(records)
         if len(text.encode()) > self.max_bytes:
-            records.update({key: _fingerprints_only(record) for key, record in records.items()})
-            logger.warning("pins: approved definitions are kept as fingerprints only, to keep the file bounded")
-            text = _dumps(records)
+            raise PinsFull(self.path, f"it would grow past {self.max_bytes:,} bytes")
         return text
 
 
@@ -232,7 +259,7 @@ class MemoryPinStore(PinStore):
     def _cached(self) -> dict[str, ServerPins]:
         return self._read()
 
-    def _write(self, records: Mapping[str, ServerPins]) -> None:
+    def _write(self, records: Mapping[str, ServerPins], grown: Sequence[str] = ()) -> None:
         self._records = dict(records)
         self._writes += 1
         self._version = self._stat()
@@ -245,7 +272,36 @@ def _dumps(records: Mapping[str, ServerPins]) -> str:
 
 def _fingerprints_only(record: ServerPins) -> ServerPins:
     approved = {
-        kind: {name: Pin({}, pin.fingerprint, pin.approved_at, pin.how) for name, pin in pins.items()}
+        kind: {name: replace(pin, definition={}) for name, pin in pins.items()}
         for kind, pins in record.approved.items()
     }
-    return replace(record, approved=approved)
+    pending = {
+        kind: {name: replace(item, definition={}) for name, item in items.items()}
+        for kind, items in record.pending.items()
+    }
+    return replace(record, approved=approved, pending=pending)
+
+
+def _record_bounded(record: ServerPins) -> ServerPins:
+    """One record within its bounds: a definition over ``MAX_DEFINITION_BYTES``, or past the
+    first ``MAX_WHOLE_DEFINITIONS`` of its kind, is kept as its fingerprint only (its diff can no
+    longer be shown; what is approved or held is the same)."""
+
+    def cut(items: Mapping[str, _Item]) -> dict[str, _Item]:
+        kept: dict[str, _Item] = {}
+        for index, (name, item) in enumerate(sorted(items.items())):
+            whole = index < MAX_WHOLE_DEFINITIONS and _size(item.definition) <= MAX_DEFINITION_BYTES
+            kept[name] = item if whole or not item.definition else replace(item, definition={})
+        return kept
+
+    approved = {kind: cut(pins) for kind, pins in record.approved.items()}
+    pending = {kind: cut(items) for kind, items in record.pending.items()}
+    return replace(record, approved=approved, pending=pending)
+
+
+def _size(definition: Mapping[str, Any]) -> int:
+    return len(json.dumps(definition, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def _escaped(text: str) -> str:
+    return repr(text)[1:-1]
