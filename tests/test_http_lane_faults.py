@@ -16,6 +16,7 @@ import pytest
 
 from mcp_patchbay.errors import ClientError, Code
 from mcp_patchbay.jsonrpc import Bounds
+from mcp_patchbay.transports import http1
 from mcp_patchbay.transports.http_lane import HttpLane
 
 pytestmark = pytest.mark.anyio
@@ -70,3 +71,35 @@ async def test_a_request_that_cannot_be_written_is_the_client_s_error() -> None:
             await lane.request("tools/call", {"name": "a", "arguments": {"text": "\ud800"}})
         assert caught.value.code is Code.INVALID_ARGUMENTS
         assert lane._pool.opened == 0  # pyright: ignore[reportPrivateUsage]
+
+
+def answering(head: bytes, then: bytes = b"", *, trickle: int = 0) -> Handler:
+    """A server that reads one request and writes ``head`` (then ``then`` ``trickle`` times,
+    until the client hangs up)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(int(request.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+        writer.write(head)
+        await writer.drain()
+        for _ in range(trickle):
+            writer.write(then)
+            await writer.drain()
+
+    return handle
+
+
+async def test_an_endless_answer_head_is_refused() -> None:
+    """One header that never ends: refused past MAX_HEAD_BYTES, not read for ever."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-endless: "
+    async with lane_against(answering(head, b"a" * 16_384, trickle=10_000)) as lane:
+        with anyio.fail_after(10), pytest.raises(ConnectionError, match="head is over"):
+            await lane.request("tools/call", {"name": "a"})
+
+
+async def test_an_answer_with_too_many_headers_is_refused() -> None:
+    fields = b"".join(b"x-h%d: v\r\n" % n for n in range(http1.MAX_HEADERS + 1))
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + fields
+    async with lane_against(answering(head, b"x-more: v\r\n", trickle=10_000)) as lane:
+        with anyio.fail_after(10), pytest.raises(ConnectionError, match="header fields"):
+            await lane.request("tools/call", {"name": "a"})

@@ -35,6 +35,11 @@ IDLE_SECONDS = 1.5
 ones on its own timer (gunicorn 2 s, uvicorn and Node 5 s), and a request written as it does
 is lost with no way to know whether it ran (so it is not sent again: ``NotSent``)."""
 READ_SIZE = 65_536
+MAX_HEAD_BYTES = 65_536
+"""An answer's status line and headers past this many bytes: ``ProtocolError`` (the server is
+not answering HTTP we can use; without a bound one header could grow for ever)."""
+MAX_HEADERS = 100
+"""Header fields an answer may carry (as many servers bound a request's)."""
 
 
 class ProtocolError(ConnectionError):
@@ -57,10 +62,11 @@ class EventTooLarge(Exception):
 class _Parse:
     """httptools' callbacks: the answer's head, then its body's parts."""
 
-    __slots__ = ("body", "complete", "head_done", "headers", "keep_alive", "parser")
+    __slots__ = ("body", "complete", "count", "head_done", "headers", "keep_alive", "parser")
 
     def __init__(self) -> None:
         self.headers: dict[bytes, bytes] = {}
+        self.count = 0
         self.body: list[bytes] = []
         self.head_done = False
         self.complete = False
@@ -68,6 +74,7 @@ class _Parse:
         self.parser: Any = None
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self.count += 1
         self.headers[name.lower()] = value
 
     def on_headers_complete(self) -> None:
@@ -114,6 +121,7 @@ class Connection:
             await writer.drain()
         except ConnectionError as exc:
             raise NotSent(f"writing the request failed: {exc}") from exc
+        fed = 0
         while not parse.head_done:
             data = await self._reader.read(READ_SIZE)
             if not data:
@@ -122,6 +130,11 @@ class Connection:
                 parser.feed_data(data)
             except httptools.HttpParserError as exc:  # pyright: ignore[reportUnknownMemberType]
                 raise ProtocolError(f"unreadable HTTP answer: {exc}") from exc
+            fed += len(data)
+            if parse.count > MAX_HEADERS:
+                raise ProtocolError(f"the answer carries over {MAX_HEADERS} header fields")
+            if not parse.head_done and fed > MAX_HEAD_BYTES:
+                raise ProtocolError(f"the answer's head is over {MAX_HEAD_BYTES} bytes")
         return int(parser.get_status_code()), parse.headers
 
     async def body(self) -> AsyncGenerator[bytes]:
