@@ -39,6 +39,7 @@ Modules, by what they own:
 - The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines, bounded before
   they are parsed), ``lane`` (handshake-era ``tools/call`` taken off the wire past the SDK's
   server), ``call_path`` (one ``tools/call`` whatever way it came, and the one error edge),
+  ``confirm`` (``patchbay.confirm``: the user asked before ``call_tool`` runs what may change things),
   ``views`` (what one caller may see, cached per access), ``notifications`` (``list_changed``
   audiences, ``subscriptions/listen`` streams and their quotas), ``client_channel`` (requests
   and notices upstreams send back, routed to the session whose call caused them), ``outbox``

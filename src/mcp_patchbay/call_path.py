@@ -21,7 +21,6 @@ record read it from there.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_limits import errors_as_text
 from mcp_patchbay.config import Settings
+from mcp_patchbay.confirm import confirm
 from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
 from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
@@ -189,6 +189,9 @@ class ToolPath:
                         reads_only=called == read,
                     )
                 target = await self._resolve(called, view)
+            upstream = self.supervisor.upstreams.get(target.server)
+            if upstream is not None and not upstream.running:
+                target = await self._started(upstream, target, called, view)
             if reads_only and not reads_only_tool(target.definition):
                 from mcp_patchbay.own_tools import read_route
 
@@ -219,7 +222,7 @@ class ToolPath:
             self.supervisor.status.record_call(server, target.upstream_name)
             with self.channel.calling(server, request) as flight:
                 if named_as_data and self.settings.confirm:
-                    await self._confirm(target, arguments)
+                    await confirm(self.channel, target, arguments)
                 call = self._tool_call(upstream, target, arguments, on_progress, meta)
                 if flight is not None:
                     call.excused = lambda: flight.refused
@@ -257,32 +260,6 @@ class ToolPath:
                 error, called, target, server, started=started, request=request, named_as_data=named_as_data
             )
 
-    async def _confirm(self, target: CatalogTool, arguments: dict[str, Any] | None) -> None:
-        """``patchbay.confirm``: a call through ``call_tool`` to a tool that does not say it only
-        reads asks the user first, through the client (elicitation; where it cannot ask, the
-        client's own approval of ``call_tool`` stands). Declined or cancelled: USER_DECLINED."""
-        annotations = target.definition.annotations
-        if annotations is not None and annotations.read_only_hint is True:
-            return
-        shown = json.dumps(arguments or {}, ensure_ascii=False)
-        shown = shown if len(shown) <= 300 else shown[:299] + "…"
-        params = types.ElicitRequestFormParams(
-            message=f"Run {target.exposed} (server '{target.server}') with {shown}? It may change things.",
-            requested_schema={"type": "object", "properties": {}},
-        )
-        answer = await self.channel.elicit(target.server, params)
-        if isinstance(answer, types.ErrorData):
-            logger.info("confirm: the client cannot ask its user (%s); %s runs", answer.message, target.exposed)
-            return
-        if answer.action != "accept":
-            raise ClientError(
-                Code.USER_DECLINED,
-                f"The user did not approve running '{target.exposed}', so it was not run. Ask the user what to do "
-                "instead; do not retry it unasked.",
-                server=target.server,
-                tool=target.upstream_name,
-            )
-
     async def warm_index(self) -> None:
         """In search mode, build the index once startup is done, so the first search need not."""
         await self.supervisor.wait_startup()
@@ -302,6 +279,21 @@ class ToolPath:
         if view.exposure.found(found):
             self.on_listing_changed()
         return result
+
+    async def _started(self, upstream: Upstream, target: CatalogTool, called: str, view: View) -> CatalogTool:
+        """A server not running (a lazy one, listed from its kept listing) is started before its
+        tool is checked: the read route and the pins judge what it lists now, not what it listed
+        last time. A tool it no longer lists as it was (held, gone) is sent nothing."""
+        if not await upstream.ensure_started(self.settings.connect_timeout):
+            return target  # the chain answers why it cannot serve
+        fresh = self.views.view(view.access)
+        now = fresh.catalog.by_exposed.get(target.exposed)
+        if now is not None and now.server == target.server and now.upstream_name == target.upstream_name:
+            return now
+        held = self.supervisor.held_error(target.exposed, server=target.server, permits=fresh.access)
+        if held is not None:
+            raise held
+        return await self._resolve(called, fresh)  # gone, or another name: as any name is
 
     async def _resolve(self, called: str, view: View, *, again: bool = True) -> CatalogTool:
         catalog = view.catalog

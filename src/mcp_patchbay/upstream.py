@@ -229,10 +229,9 @@ class Upstream:
         text = f"Signed in to server '{self.name}'. Its tools are listed now."
         return {"content": [{"type": "text", "text": text}]}
 
-    async def _session_for(self, timeout: float) -> ClientSession | None:
-        """The session to send on. A parked server (``on_demand``) is started for it, and one
-        starting (first start, or a start a need caused) is waited for, within ``timeout``;
-        ``connect_timeout`` bounds the start itself."""
+    async def ensure_started(self, timeout: float) -> bool:
+        """Start a parked server (``on_demand``), or wait for one starting (first start, or a start
+        a need caused), within ``timeout``: whether it serves now. ``call_path`` checks after it."""
         if self._session is None:
             if not self._start_decided.is_set():
                 self.demand.want()
@@ -240,9 +239,14 @@ class Upstream:
             elif not self.first_attempt_done.is_set():
                 decided = self.first_attempt_done
             else:
-                return None
+                return False
             with anyio.move_on_after(max(0.0, timeout)):
                 await decided.wait()
+        return self._session is not None
+
+    async def _session_for(self, timeout: float) -> ClientSession | None:
+        """The session to send on, started or waited for (``ensure_started``) within ``timeout``."""
+        await self.ensure_started(timeout)
         return self._session
 
     async def _send_call(self, call: ToolCall) -> RawResult:
