@@ -7,6 +7,7 @@ Each upstream here is a raw asyncio server on loopback, so the test controls eve
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -103,3 +104,31 @@ async def test_an_answer_with_too_many_headers_is_refused() -> None:
     async with lane_against(answering(head, b"x-more: v\r\n", trickle=10_000)) as lane:
         with anyio.fail_after(10), pytest.raises(ConnectionError, match="header fields"):
             await lane.request("tools/call", {"name": "a"})
+
+
+async def _parts(chunks: list[bytes]) -> AsyncGenerator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def _events(chunks: list[bytes], limit: int = 1 << 24) -> list[tuple[str, str | None, int | None]]:
+    return [(event.data, event.id, event.retry) async for event in http1.events(_parts(chunks), limit)]
+
+
+async def test_sse_events_split_anywhere_read_the_same() -> None:
+    stream = b"id: 1\r\ndata: a\r\ndata: b\r\n\r\n: note\n\nevent: other\ndata: x\n\nretry: 7\rdata: c\r\r\n"
+    whole = await _events([stream])
+    assert whole == [("a\nb", "1", None), ("c", None, 7)]
+    assert await _events([stream[i : i + 1] for i in range(len(stream))]) == whole
+    for cut in range(len(stream)):
+        assert await _events([stream[:cut], stream[cut:]]) == whole
+
+
+async def test_an_sse_event_trickled_byte_by_byte_is_read_in_linear_time() -> None:
+    """A 300 KB event in one-byte parts: joining and searching the whole of it again for every
+    part was quadratic (tens of GB copied and scanned); now each byte is handled about once."""
+    size = 300_000
+    chunks = [b"data: "] + [b"x"] * size + [b"\n", b"\n"]
+    started = time.perf_counter()
+    assert await _events(chunks) == [("x" * size, None, None)]
+    assert time.perf_counter() - started < 5

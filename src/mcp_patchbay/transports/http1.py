@@ -247,7 +247,7 @@ class Event:
 async def events(parts: AsyncIterator[bytes], limit: int) -> AsyncGenerator[Event]:
     """The events of an SSE body (only ``message`` events carry MCP; others are skipped);
     ``EventTooLarge`` when one grows past ``limit`` bytes."""
-    pending = b""
+    pending = bytearray()  # the events not yet complete
     held = b""  # a part's last "\r", whose "\n" may be in the next part
     async for read in parts:
         part = held + read if held else read
@@ -256,15 +256,16 @@ async def events(parts: AsyncIterator[bytes], limit: int) -> AsyncGenerator[Even
             if part.endswith(b"\r"):
                 part, held = part[:-1], b"\r"
             part = part.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        pending = pending + part if pending else part
-        while True:
-            end = pending.find(b"\n\n")
-            if end < 0:
-                break
-            block, pending = pending[:end], pending[end + 2 :]
-            event = _event(block)
+        scan = max(len(pending) - 1, 0)  # an end not found before may straddle the new part
+        pending += part
+        begin = 0
+        while (end := pending.find(b"\n\n", scan)) >= 0:
+            event = _event(bytes(pending[begin:end]))
+            begin = scan = end + 2
             if event is not None:
                 yield event
+        if begin:
+            del pending[:begin]
         if len(pending) > limit:
             raise EventTooLarge(len(pending))
 
