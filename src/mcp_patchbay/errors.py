@@ -287,13 +287,20 @@ HELD_WHY = {
 """Why a definition is held (``trust.decide.Reason``), as the model is told."""
 
 
-def tool_changed(server: str, name: str, reason: str = "changed", kind: str = "tool") -> UpstreamError:
+def tool_changed(
+    server: str, name: str, reason: str = "changed", kind: str = "tool", fingerprint: str = ""
+) -> UpstreamError:
     """What the model hears of a call to a tool (or a prompt) the proxy holds back until the user
-    approves it (``trust``): nothing was run; the user approves it with ``mcp-patchbay trust``."""
+    approves it (``trust``): nothing was run; the user approves it with ``mcp-patchbay trust``
+    (the command shell-quoted, naming the held definition's fingerprint)."""
+    from mcp_patchbay.trust.commands import approve_command, list_command, printable
+
     why = HELD_WHY.get(reason, HELD_WHY["changed"])
-    option = "--tool" if kind == "tool" else "--prompt"
+    command = approve_command(server, kind, name, fingerprint)
+    if len(command) > 200:  # a name no real tool has (quoting can grow it): the list names it
+        command = list_command(server)
     text = (
-        f"The {kind} '{name}' of server '{server}' {why}, so the proxy holds it back and nothing was run. "
-        f"Tell the user: they can review it and approve it with `mcp-patchbay trust {server} {option} {name}`."
+        f"The {kind} '{printable(name, 60)}' of server '{printable(server, 100)}' {why}, so the proxy holds it "
+        f"back and nothing was run. Tell the user: they can review it and approve it with `{command}`."
     )
     return UpstreamError(Code.TOOL_CHANGED, text, detail=f"held: {reason}", server=server, tool=name)

@@ -4,7 +4,10 @@
                                                 each with a diff against what was approved and the
                                                 scan's findings, and the command that approves it
     mcp-patchbay trust SERVER                   approve everything held on SERVER
-    mcp-patchbay trust SERVER --tool NAME       approve one tool (--prompt NAME: one prompt)
+    mcp-patchbay trust SERVER --tool NAME --fingerprint FP
+                                                approve one tool (--prompt NAME: one prompt), only
+                                                if it is still the definition FP names (the one
+                                                the person read: the printed commands carry it)
     mcp-patchbay trust --all                    approve everything held on every server of the config
 
 The config comes as for ``tools`` (``--config``, ``$PATCHBAY_CONFIG``, the default config;
@@ -46,6 +49,12 @@ def _parser() -> Parser:
     parser.add_argument("server", nargs="?", metavar="SERVER", help="the server, as the config names it")
     parser.add_argument("--tool", "-t", metavar="NAME", help="approve this tool of SERVER only")
     parser.add_argument("--prompt", metavar="NAME", help="approve this prompt of SERVER only")
+    parser.add_argument(
+        "--fingerprint",
+        metavar="FP",
+        help="with --tool or --prompt: approve it only if the held definition is still the one whose "
+        "fingerprint starts with FP (as trust --list, check and the proxy's message print it)",
+    )
     parser.add_argument("--all", action="store_true", help="approve everything held on every server of the config")
     parser.add_argument("--list", "-l", action="store_true", help="only show what is held (the default without SERVER)")
     parser.add_argument(
@@ -76,6 +85,10 @@ def main(argv: list[str], store: PinStore | None = None) -> int:
     args = _parser().parse_args(argv)
     if (args.tool or args.prompt) and not args.server:
         raise UsageError("--tool and --prompt need the server: mcp-patchbay trust SERVER --tool NAME")
+    if args.fingerprint and not (args.tool or args.prompt):
+        raise UsageError("--fingerprint names one held definition: give --tool NAME or --prompt NAME with it")
+    if args.fingerprint is not None and not _is_hex(args.fingerprint):
+        raise UsageError("--fingerprint takes the hex characters the listing printed (at least 4)")
     if args.tool and args.prompt:
         raise UsageError("approve a tool or a prompt, not both at once")
     if args.all and args.server:
@@ -88,7 +101,15 @@ def main(argv: list[str], store: PinStore | None = None) -> int:
     try:
         if args.list or not (server or args.all):
             return _list(config, store, server, as_json=args.json)
-        return _approve(config, store, server, args.tool, args.prompt, as_json=args.json)
+        return _approve(
+            config,
+            store,
+            server,
+            tool=args.tool,
+            prompt=args.prompt,
+            fingerprint=args.fingerprint or "",
+            as_json=args.json,
+        )
     except PinsUnreadable as exc:
         print(f"mcp-patchbay trust: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -108,6 +129,7 @@ def _records(config: Config, store: PinStore, server: str | None) -> list[tuple[
 
 
 def _item_json(server: str, kind: str, name: str, pending: Pending, approved: dict[str, Any] | None) -> dict[str, Any]:
+    from mcp_patchbay.trust.commands import approve_command
     from mcp_patchbay.trust.diff import definition_diff
 
     return {
@@ -119,7 +141,8 @@ def _item_json(server: str, kind: str, name: str, pending: Pending, approved: di
         "first_seen": pending.first_seen,
         "diff": definition_diff(approved, pending.definition),
         "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in pending.findings],
-        "approve": f"mcp-patchbay trust {server} --{kind} {name}",
+        "fingerprint": pending.fingerprint,
+        "approve": approve_command(server, kind, name, pending.fingerprint),
     }
 
 
@@ -173,13 +196,22 @@ def _print_item(item: dict[str, Any]) -> None:
 
 
 def _approve(
-    config: Config, store: PinStore, server: str | None, tool: str | None, prompt: str | None, *, as_json: bool
+    config: Config,
+    store: PinStore,
+    server: str | None,
+    *,
+    tool: str | None,
+    prompt: str | None,
+    fingerprint: str,
+    as_json: bool,
 ) -> int:
+    from mcp_patchbay.trust.commands import FINGERPRINT_CHARS, printable
     from mcp_patchbay.trust.decide import approve
 
     kind = "tool" if tool else "prompt" if prompt else None
     name = tool or prompt
     done: list[dict[str, Any]] = []
+    moved: list[str] = []
     now = time.time()
     for server_name, key, record in _records(config, store, server):
         if record is None or not record.held():
@@ -190,21 +222,39 @@ def _approve(
                 return None
             for held_kind, held_name, pending in current.held():
                 if (kind is None or held_kind == kind) and (name is None or held_name == name):
+                    if fingerprint and not pending.fingerprint.startswith(fingerprint.lower()):
+                        moved.append(pending.fingerprint)
+                        continue
                     pin = current.approved[held_kind].get(held_name)
                     before = pin.definition if pin else None
                     done.append(_item_json(server_name, held_kind, held_name, pending, before))
-            return approve(current, kind, name, now=now)[0]
+            return approve(current, kind, name, now=now, fingerprint=fingerprint)[0]
 
         store.update(key, change)
     if as_json:
         print(json.dumps({"approved": done}, indent=2))
     for item in [] if as_json else done:
-        print(f"Approved {item['kind']} '{item['name']}' of server '{item['server']}' ({_WHY[item['reason']]}).")
+        print(
+            f"Approved {item['kind']} '{printable(item['name'])}' of server '{item['server']}' "
+            f"({_WHY[item['reason']]}), fingerprint {item['fingerprint'][:FINGERPRINT_CHARS]}."
+        )
     if done:
         if not as_json:
             print("Proxies serving this config pick it up within seconds and tell their clients.")
         return EXIT_OK
-    what = f"{kind} '{name}' of server '{server}'" if name else f"server '{server}'" if server else "this config"
-    if not as_json:
+    shown = printable(name or "")
+    what = f"{kind} '{shown}' of server '{server}'" if name else f"server '{server}'" if server else "this config"
+    if moved and not as_json:
+        print(
+            f"Not approved: the {what} changed again after the listing you read (it named {fingerprint}; "
+            f"the server's definition now held is {moved[0][:FINGERPRINT_CHARS]}). Read the new one before "
+            f"approving it: mcp-patchbay trust --list {server}",
+            file=sys.stderr,
+        )
+    elif not as_json:
         print(f"Nothing is held for {what}: nothing to approve. See what is held: mcp-patchbay trust --list")
     return EXIT_FAILED
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) >= 4 and all(char in "0123456789abcdefABCDEF" for char in text)

@@ -21,6 +21,8 @@ Modules (pure unless said):
 - ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
   ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
 - ``diff``: a held definition against the approved one, for a person.
+- ``commands``: the ``trust`` command a person is told to run (quoted, naming the held
+  definition's fingerprint), and a server's strings escaped for a terminal or a log.
 - ``store`` (I/O: ``pins.json`` in the data folder): ``PinStore``, ``entry_key``.
 - ``locking`` (I/O): the exclusive lock processes and replicas take around a change.
 - ``guard`` (I/O through ``store``): ``Guard``, what the serving path calls.

@@ -204,6 +204,8 @@ class Held:
     definition: Definition
     approved: Definition | None
     """The approved definition it differs from (``None`` when new or first seen)."""
+    fingerprint: str = ""
+    """The held definition's: the command that approves it names it (``commands.approve_command``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +277,8 @@ def decide(
             hold = flagged or policy.pin == "hold"
         if hold:
             pending[kind][name] = Pending(definition, stamp, first_seen, reason, findings)
-            held.append(Held(kind, name, reason, findings, first_seen, definition, pin.definition if pin else None))
+            before_def = pin.definition if pin else None
+            held.append(Held(kind, name, reason, findings, first_seen, definition, before_def, stamp))
             if not told:
                 events.append(Event("warning", kind, name, _held_text(kind, name, reason, findings)))
             continue
@@ -302,10 +305,11 @@ def decide(
 
 
 def approve(
-    record: ServerPins, kind: Kind | None = None, name: str | None = None, *, now: float
+    record: ServerPins, kind: Kind | None = None, name: str | None = None, *, now: float, fingerprint: str = ""
 ) -> tuple[ServerPins, list[tuple[Kind, str]]]:
-    """Pending definitions made approved (all of them, or those of ``kind``/``name``): the new
-    record and what was approved. The approved definition is the one that was held, exactly."""
+    """Pending definitions made approved (all of them, or those of ``kind``/``name``; with
+    ``fingerprint``, only one whose fingerprint starts with it): the new record and what was
+    approved. The approved definition is the one that was held, exactly."""
     approved = {k: dict(record.approved[k]) for k in _KINDS}
     pending = {k: dict(record.pending[k]) for k in _KINDS}
     done: list[tuple[Kind, str]] = []
@@ -314,6 +318,8 @@ def approve(
             continue
         for item_name, waiting in list(pending[k].items()):
             if name is not None and item_name != name:
+                continue
+            if fingerprint and not waiting.fingerprint.startswith(fingerprint.lower()):
                 continue
             approved[k][item_name] = Pin(waiting.definition, waiting.fingerprint, now, "trusted")
             del pending[k][item_name]

@@ -187,7 +187,7 @@ class Guard:
     def held_call(self, server: str, name: str, kind: Kind = "tool") -> PatchbayError | None:
         """The answer to a call (or a prompts/get) of a held definition: ``TOOL_CHANGED``; else None."""
         held = self._held.get(server, {}).get((kind, name))
-        return None if held is None else tool_changed(server, name, held.reason, kind)
+        return None if held is None else tool_changed(server, name, held.reason, kind, held.fingerprint)
 
     def find_held(self, called: str, separator: str, kind: Kind = "tool") -> tuple[str, Held] | None:
         """The held definition a name the catalog does not know stands for: ``server{separator}name``
