@@ -237,7 +237,7 @@ async def streamable_http_link(
         return reword(statuses.stamp(message))
 
     transport = _client_then_transport(client, spec.url, bounds)
-    if not lane_allowed(spec.url):
+    if not bounds.http_lane or not lane_allowed(spec.url):  # patchbay.http_lane: false: the SDK's client only
         async with _streams_link(transport, transform=transform) as link:
             yield link
         return
