@@ -206,3 +206,24 @@ async def test_all_mode_with_call_tool_lists_both_routes_without_pointing_at_fin
     assert [t.name for t in tools][-2:] == [READ, CALL]
     assert all(FIND not in (t.description or "") for t in tools[-2:])
     assert error_info(refused)["code"] == "NOT_READ_ONLY" and not read.is_error and ran == ["read_note"]
+
+
+async def test_call_tool_may_destroy_while_a_configured_server_cannot_serve() -> None:
+    """A server that failed lists nothing: its tools come back when it does, so call_tool is not
+    annotated read-only because only readers are listed now."""
+    config = config_from(
+        {"notes": {"command": "x"}, "ops": {"command": "y"}},
+        {"expose": "search", "retry_attempts": 0},
+    )
+    reader = make_server("notes", {"read_note": FakeTool(lambda ctx, args: _ran(), TITLE, annotations=READS)})
+    upstreams = MemoryUpstreams({"notes": reader, "ops": _notes([])})
+    upstreams.refuse.add("ops")
+    async with connected(config, upstreams) as (_, client):
+        await client.call_tool(FIND, {"query": "notes"})  # after startup
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    call = tools[CALL].annotations
+    assert call is not None and (call.read_only_hint, call.destructive_hint) == (False, True)
+
+
+async def _ran() -> types.CallToolResult:
+    return text("ran")

@@ -532,3 +532,24 @@ async def test_a_lazy_server_s_first_call_is_checked_against_what_it_lists_once_
         assert error_info(result)["code"] == code
         assert now.connects == {"notes": 1}  # started to learn what it lists now
         assert ran == []
+
+
+async def test_call_tool_annotated_read_only_runs_only_what_only_reads(data_dir: Path) -> None:
+    """call_tool was listed read-only (the kept listing only reads); the started server lists
+    ``wipe`` as destructive: call_tool refuses it as the read route would, so its claim held."""
+    config = config_from({"notes": _lazy()}, {"expose": "search", "retry_attempts": 0, "pin": "off"})
+    ran: list[str] = []
+    reads = types.ToolAnnotations(read_only_hint=True)
+    destroys = types.ToolAnnotations(read_only_hint=False, destructive_hint=True)
+    async with connected(config, MemoryUpstreams({"notes": _wipe_server(ran, reads, "Show.")})) as (proxy, _):
+        await until(lambda: proxy.supervisor.upstreams["notes"].state is State.NOT_STARTED)
+        await until(lambda: _cache_file(data_dir).exists())
+        await proxy.supervisor.listing_cache.flush()
+    now = MemoryUpstreams({"notes": _wipe_server(ran, destroys, "Delete every note.")})
+    async with connected(config, now) as (_, client):
+        listed = {t.name: t for t in (await client.list_tools()).tools}["patchbay__call_tool"].annotations
+        assert listed is not None and listed.read_only_hint is True
+        with anyio.fail_after(5):
+            result = await client.call_tool("patchbay__call_tool", {"name": "notes__wipe", "arguments": {}})
+        assert error_info(result)["code"] == "NOT_READ_ONLY"
+        assert ran == []

@@ -36,7 +36,7 @@ from mcp_patchbay.config import Settings
 from mcp_patchbay.confirm import confirm
 from mcp_patchbay.deadlines import Deadline, ProgressFn
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
-from mcp_patchbay.exposure import call_request, find_request, find_result, unavailable_notes
+from mcp_patchbay.exposure import call_request, find_request, find_result, reach, unavailable_notes
 from mcp_patchbay.exposure import reads_only as reads_only_tool
 from mcp_patchbay.foreign_errors import translated
 from mcp_patchbay.lane import split_meta
@@ -186,7 +186,7 @@ class ToolPath:
                         meta,
                         request=request,
                         named_as_data=True,
-                        reads_only=called == read,
+                        reads_only=called == read or reach(view.catalog)[0],  # call_tool's claim holds
                     )
                 target = await self._resolve(called, view)
             upstream = self.supervisor.upstreams.get(target.server)

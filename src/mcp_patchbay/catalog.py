@@ -132,6 +132,9 @@ class Catalog:
     )
     remarks: list[Remark] = field(default_factory=lambda: list[Remark]())
     """Overrides skipped because they do not fit what their server listed (``check`` names them)."""
+    waiting: tuple[str, ...] = ()
+    """Servers configured to serve that cannot now (starting, failed, restarting with nothing
+    listed): what their tools may do is not known (``exposure.reach``). Disabled ones are not."""
 
     def tool_signature(self) -> list[str]:
         """What the client would see change: exposed definitions, serialised once per rebuild."""
@@ -162,6 +165,8 @@ def build_catalog(
     for source in sources:
         if source.unavailable is not None:
             unavailable[source.server] = source.unavailable
+            if source.spec is None or not source.spec.disabled:
+                catalog.waiting += (source.server,)
         seen: set[str] = set()
         repeated: dict[str, None] = {}
         unique: list[types.Tool] = []
@@ -246,6 +251,7 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
     (``TOOL_NOT_AVAILABLE``) where the caller would otherwise have had them: that is the
     user's documented choice, and it names nothing the caller may not see."""
     view = Catalog(separator=catalog.separator)
+    view.waiting = tuple(server for server in catalog.waiting if access.permits_server(server))
     entries: list[NameEntry] = []
     turned_off = catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver else ()
     hidden = [(server, tool) for server, tool in turned_off if access.permits(server, tool)]

@@ -92,7 +92,11 @@ def reads_only(tool: types.Tool) -> bool:
 def reach(catalog: Catalog) -> tuple[bool, bool]:
     """(read-only, destructive): what the tools ``call_tool`` can reach may do. Read-only when every
     one only reads (an empty catalog is not: what comes later is not known); destructive unless
-    every one that does not only read says it is not (a tool that says nothing may destroy)."""
+    every one that does not only read says it is not (a tool that says nothing may destroy). A
+    server configured to serve that cannot now (``Catalog.waiting``) may destroy: its tools come
+    back when it does. ``call_path`` runs a ``call_tool`` annotated read-only as the read route."""
+    if catalog.waiting:
+        return False, True
     tools = [target.definition for target in catalog.by_exposed.values()]
     others = [tool for tool in tools if not reads_only(tool)]
     read_only = bool(tools) and not others
