@@ -47,6 +47,7 @@ logger = logging.getLogger("mcp_patchbay.catalog")
 DUPLICATES_NAMED = 5
 """At most this many of an upstream's repeated tool names are named in its warning; the rest are counted."""
 
+_RESERVED_TOLD: set[tuple[str, str]] = set()
 _TOLD: dict[str, object] = {}
 """Per server, the tool listing whose repeated names were last logged (kept by identity: a
 listing is one tuple until the server lists again). One entry per server name."""
@@ -195,8 +196,12 @@ def build_catalog(
     names = build_names(((s, shown.name) for s, _, shown in visible), separator=separator, max_length=max_length)
     entries: list[NameEntry] = []
     live_checkers: CheckerCache = {}
+    own = {f"patchbay{separator}{word}" for word in ("find_tools", "call_tool", "call_read")} | {"patchbay__status"}
     for server, tool, shown in visible:
         exposed = names[(server, shown.name)]
+        if exposed in own:  # the proxy's own tool answers to its name, never a server's
+            _tell_reserved(server, tool.name, exposed)
+            continue
         checker = _checker(server, shown, checkers, live_checkers) if validate_arguments else None
         annotations = shown.annotations
         retry_safe = bool(annotations and (annotations.read_only_hint or annotations.idempotent_hint))
@@ -282,6 +287,20 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
             view.template_owner[template.uri_template] = owner
     view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
     return view
+
+
+def _tell_reserved(server: str, tool: str, exposed: str) -> None:
+    """One warning per server's tool whose exposed name is one of the proxy's own tools' names."""
+    if (server, tool) in _RESERVED_TOLD:
+        return
+    _RESERVED_TOLD.add((server, tool))
+    logger.warning(
+        "server %r lists tool %.80r as %r, the name of one of the proxy's own tools: it is not served; "
+        "rename the server, or the tool with an override",
+        server,
+        tool,
+        exposed,
+    )
 
 
 def _tell_repeated(source: Source, repeated: tuple[str, ...]) -> None:
