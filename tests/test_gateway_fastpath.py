@@ -395,6 +395,26 @@ async def test_a_lone_surrogate_is_refused_without_tripping_the_breaker(path: st
         assert gateway.fast.served == (1 if path == "fast" else 0)
 
 
+async def test_a_chunked_body_over_the_size_limit_is_refused(path: str) -> None:
+    """A body sent chunked (no Content-Length) that grows past ``max_request_body_size`` is the
+    SDK's 413 on both paths: the fast path is not offered it."""
+    async with gateway_before(Remote()) as (gateway, base):
+        manager = gateway.fast.manager
+        manager.max_request_body_size = manager.asgi_app.max_body_size = 250  # the SDK's limit, and ours
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await open_session(http)
+            with_session = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            body = json.dumps(call_body("remote__echo", {"text": "x" * 300})).encode()
+
+            async def chunked() -> AsyncGenerator[bytes]:
+                yield body[:200]
+                yield body[200:]  # past the limit with its last part: the whole call was read
+
+            refused = await http.post("/mcp", content=chunked(), headers=with_session)
+            assert refused.status_code == 413
+        assert gateway.fast.served == 0
+
+
 MODERN = "2026-07-28"
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

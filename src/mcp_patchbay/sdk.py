@@ -158,7 +158,8 @@ class SessionManager(StreamableHTTPSessionManager):
             if read is None:
                 return
             receive, body = read
-            if self.fast is not None and await self.fast(scope, receive, send, body):
+            fast = self.fast if len(body) <= self.max_request_body_size else None  # past it: the SDK's 413
+            if fast is not None and await fast(scope, receive, send, body):
                 return
             if self._max_depth is not None and deeper_than(body, self._max_depth):
                 # As on stdio (patchbay.max_json_depth): refused before anything recurses on it.
