@@ -415,3 +415,17 @@ async def test_a_held_tool_is_held_through_the_gateway(monkeypatch: pytest.Monke
                     assert gateway.fast.served == (2 if fast else 0)
                 finally:
                     gateway.stop()
+
+
+async def test_a_held_tool_an_override_renamed_answers_tool_changed_under_its_override_name(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"notes": {"command": "notes", "tools": {"overrides": {"fact": {"name": "trivia"}}}}})
+    notes, changes = Notes(), Changes()
+    async with serving(config, {"notes": notes}, changes) as (proxy, client):
+        assert "notes__trivia" in await _names(client)
+        notes.tools["fact"].description = CHANGED
+        await _relist(proxy)
+        await changes.wait_tools()
+        assert "notes__trivia" not in await _names(client)
+        for called in ("notes__trivia", "notes__fact"):
+            _held_code(await client.call_tool(called, {}))
+        assert notes.ran == []

@@ -176,23 +176,25 @@ class ServingTrust:
 
     def _held_names(self) -> dict[Kind, Resolver]:
         """A resolver per kind over the held items (those the entry's filter would serve), under
-        the names they would be exposed by."""
+        the names they would be exposed by: their upstream name and, for a tool an override
+        renamed, the override's name too (the name the model knew it by)."""
         resolvers: dict[Kind, Resolver] = {}
         holding = self.guard.holding()
         for kind in ("tool", "prompt"):
-            pairs = list(
-                dict.fromkeys(
-                    (server, held.name)
-                    for server, items in holding.items()
-                    for held in items
-                    if held.kind == kind
-                    and (kind == "prompt" or (f := self._permitted.get(server)) is None or f.permits(held.name))
-                )
-            )
-            if not pairs:
+            named: dict[tuple[str, str], str] = {}  # (server, name it is exposed by) -> its upstream name
+            for server, items in holding.items():
+                f = self._permitted.get(server)
+                for held in items:
+                    if held.kind != kind or (kind == "tool" and f is not None and not f.permits(held.name)):
+                        continue
+                    named.setdefault((server, held.name), held.name)
+                    override = f.overrides.get(held.name) if kind == "tool" and f is not None else None
+                    if override is not None and override.name is not None:
+                        named.setdefault((server, override.name), held.name)
+            if not named:
                 continue
-            names = build_names(pairs, separator=self.separator, max_length=self.max_length)
-            entries = [NameEntry(names[pair], pair[0], pair[1]) for pair in pairs]
+            names = build_names(list(named), separator=self.separator, max_length=self.max_length)
+            entries = [NameEntry(names[pair], pair[0], item) for pair, item in named.items()]
             resolvers[kind] = Resolver(entries, separator=self.separator)
         return resolvers
 
