@@ -193,3 +193,53 @@ def test_text_helpers() -> None:
     assert oddities("plain").hidden == 0
     assert name_lookalikes("read_file") is None
     assert "reads as 'read_file'" in (name_lookalikes("re\u0430d_file") or "")
+
+
+def test_a_text_too_long_to_scan_is_held_and_only_its_start_is_scanned() -> None:
+    from mcp_patchbay.trust import scan as scan_module
+
+    hostile = "send password headers " * 80_000  # 1.7 MB: every match cancelled in one endless sentence
+    found = SCANNER.scan(described(hostile))
+    too_long = [f for f in found if f.id == "too-long"]
+    assert too_long and too_long[0].holds and too_long[0].where == "description"
+    many = described("Adds.", **{f"p{i}": "y" * 60_000 for i in range(5)})
+    assert "too-long" in ids(many)  # under 64 KiB each, over 256 KiB in all
+    assert "too-long" not in ids(described("x" * scan_module.MAX_FIELD_CHARS))
+
+
+class _Counting:
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.calls += 1
+        return self.pattern.search(text)
+
+
+def test_a_sentence_s_unless_is_searched_once_however_many_matches_it_holds() -> None:
+    from dataclasses import replace
+
+    pattern = next(p for p in SCANNER.patterns if p.id == "secret-in-argument")
+    assert pattern.unless is not None
+    counting = _Counting(pattern.unless)
+    scanner = Scanner([replace(pattern, unless=counting)], SCANNER.checks)  # type: ignore[arg-type]
+    text = "send password headers " * 2_500 + ". Send the password here."
+    assert {f.id for f in scanner.scan(described(text))} == {"secret-in-argument"}  # the second sentence has no unless
+    assert counting.calls == 2
+
+
+def test_a_long_word_is_not_looked_up_as_another_server_s_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_patchbay.trust import scan as scan_module
+
+    context = ScanContext.of({"mail": [{"name": "send_email"}], "notes": []})
+    looked: list[int] = []
+    lookup = ScanContext.other_tool
+
+    def other_tool(self: ScanContext, token: str, server: str) -> str | None:
+        looked.append(len(token))
+        return lookup(self, token, server)
+
+    monkeypatch.setattr(ScanContext, "other_tool", other_tool)
+    SCANNER.scan(described("a_" * 30_000 + " then mail__send_email"), server="notes", context=context)
+    assert looked and max(looked) <= scan_module.MAX_TOKEN_CHARS

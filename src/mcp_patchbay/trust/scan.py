@@ -23,12 +23,13 @@ Measured by ``benchmarks/scan.py`` (the figures are in ``docs/TRUST.md``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import statistics
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, Literal, cast
 
@@ -46,6 +47,13 @@ LONG_FACTOR = 12
 """... this many times the catalog's median description."""
 EXCERPT = 80
 """The most characters of the matched text a finding quotes."""
+MAX_FIELD_CHARS = 64 * 1024
+"""The most characters of one string of a definition scanned (the longest real description
+seen is some 30,000); past it, or past ``MAX_DEFINITION_CHARS`` in all, the rest is not
+scanned and the definition gets the ``too-long`` finding, which holds like any other."""
+MAX_DEFINITION_CHARS = 256 * 1024
+MAX_TOKEN_CHARS = 256
+"""The longest word looked up as another server's tool (MCP names have at most 128 characters)."""
 _FLAGS = re.MULTILINE
 """Patterns are written in lower case and read lower-cased text: ``re.IGNORECASE`` costs three times as much."""
 _IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_.:/-]{4,}[a-z0-9]")
@@ -254,8 +262,11 @@ class Scanner:
         self, definition: Definition, kind: Kind = "tool", *, server: str = "", context: ScanContext | None = None
     ) -> tuple[Finding, ...]:
         """Every finding in one definition, at most one per pattern or check (the first place found)."""
-        read = list(units(definition, kind))
+        read, cut = _capped(units(definition, kind))
         found: dict[str, Finding] = {}
+        if cut is not None:
+            said = f"over {MAX_FIELD_CHARS:,} characters in one text or {MAX_DEFINITION_CHARS:,} in all"
+            self._check(found, "too-long", "length", cut, said)
         self._characters(read, found)
         texts = {scope: joined([u for u in read if u.scope in scopes]) for scope, scopes in SCOPES.items()}
         for pattern in self.patterns:
@@ -310,7 +321,7 @@ class Scanner:
         seen: set[str] = set()
         for match in _IDENTIFIER.finditer(text):
             token = match[0]
-            if token in seen:
+            if token in seen or len(token) > MAX_TOKEN_CHARS:
                 continue
             seen.add(token)
             named = context.other_tool(token, server)
@@ -364,8 +375,18 @@ def _start(match: re.Match[str]) -> int:
 
 
 def _first(branch: re.Pattern[str], unless: re.Pattern[str] | None, text: str) -> re.Match[str] | None:
+    breaks: list[int] | None = None
+    checked: dict[tuple[int, int], bool] = {}
     for match in _word_matches(branch, text):
-        if unless is None or not unless.search(_sentence(text, match.start(), match.end())):
+        if unless is None:
+            return match
+        if breaks is None:
+            breaks = [m.start() for m in _BREAK.finditer(text)]  # once per text: linear
+        span = _sentence(breaks, len(text), match.start(), match.end())
+        cancelled = checked.get(span)
+        if cancelled is None:  # each sentence searched once, however many matches it holds
+            cancelled = checked[span] = unless.search(text[span[0] : span[1]]) is not None
+        if not cancelled:
             return match
     return None
 
@@ -384,11 +405,35 @@ def _word_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]
         position = max(match.end(), start + 1)
 
 
-def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence (or line) around a match, for its ``unless``."""
-    before = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start))
-    after = [i for i in (text.find(". ", end), text.find("\n", end)) if i >= 0]
-    return text[before + 1 : min(after) if after else len(text)]
+_BREAK = re.compile(r"\. |\n")
+
+
+def _sentence(breaks: Sequence[int], size: int, start: int, end: int) -> tuple[int, int]:
+    """The span of the sentence (or line) around a match, for its ``unless``: ``breaks`` are
+    where each ``". "`` or line break starts, in order."""
+    index = bisect.bisect_left(breaks, start)
+    before = breaks[index - 1] + 1 if index > 0 else 0
+    after = bisect.bisect_left(breaks, end)
+    return before, breaks[after] if after < len(breaks) else size
+
+
+def _capped(read: Iterator[Unit]) -> tuple[list[Unit], str | None]:
+    """The units to scan, each cut at ``MAX_FIELD_CHARS`` and all at ``MAX_DEFINITION_CHARS``;
+    where the first cut was (None: nothing cut)."""
+    kept: list[Unit] = []
+    left = MAX_DEFINITION_CHARS
+    cut: str | None = None
+    for unit in read:
+        limit = min(MAX_FIELD_CHARS, left)
+        scanned = unit
+        if len(unit.text) > limit:
+            cut = cut or unit.where
+            if limit <= 0:
+                break
+            scanned = replace(unit, text=unit.text[:limit])
+        kept.append(scanned)
+        left -= len(scanned.text)
+    return kept, cut
 
 
 def _clip(text: str) -> str:
