@@ -327,7 +327,8 @@ def test_one_server_growing_never_evicts_another_and_its_growth_is_held(tmp_path
 
 def test_a_huge_definition_is_kept_as_its_fingerprint_only(tmp_path: Path) -> None:
     store = PinStore(tmp_path / "pins.json")
-    huge = tool("a", "x" * (MAX_DEFINITION_BYTES + 1))
+    half = {"type": "string", "description": "y " * (MAX_DEFINITION_BYTES // 4)}  # under the scan's bound each
+    huge = tool("a", "x " * (MAX_DEFINITION_BYTES // 4), properties={"p": half})
     record = store.update("k", lambda _: run(None, [huge, tool("b")]).record)
     assert record is not None and record.approved["tool"]["a"].definition == {}
     assert record.approved["tool"]["a"].fingerprint == fingerprint(definition_of(huge))
