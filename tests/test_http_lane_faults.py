@@ -17,7 +17,7 @@ import pytest
 
 from mcp_patchbay.errors import ClientError, Code
 from mcp_patchbay.jsonrpc import Bounds
-from mcp_patchbay.transports import http1
+from mcp_patchbay.transports import http1, http_lane
 from mcp_patchbay.transports.http_lane import HttpLane
 
 pytestmark = pytest.mark.anyio
@@ -132,3 +132,33 @@ async def test_an_sse_event_trickled_byte_by_byte_is_read_in_linear_time() -> No
     started = time.perf_counter()
     assert await _events(chunks) == [("x" * size, None, None)]
     assert time.perf_counter() - started < 5
+
+
+async def test_a_resumed_sse_stream_is_closed_once_its_answer_is_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call's stream ends early; the lane resumes it (a GET with Last-Event-ID), reads the
+    answer there, and drops that connection when its stream does not end."""
+    monkeypatch.setattr(http_lane, "DRAIN_SECONDS", 0.01)
+    resumed_closed = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        if request.startswith(b"POST"):
+            await reader.readexactly(int(request.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            event = b"id: e1\nretry: 0\ndata: \n\n"
+            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+            await writer.drain()
+            return  # closed mid-stream, before the answer
+        assert b"last-event-id: e1" in request.lower()
+        answer = b'data: {"jsonrpc":"2.0","id":"x","result":{"content":[]}}\n\n'
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n" % (len(answer), answer))
+        await writer.drain()
+        await reader.read()  # the stream stays open until the lane hangs up
+        resumed_closed.set()
+
+    async with lane_against(handle) as lane:
+        with anyio.fail_after(10):
+            assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
+            await resumed_closed.wait()
+        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]

@@ -323,26 +323,31 @@ class HttpLane(RawCalls):
         last_id: str | None = None
         retry: int | None = None
         parts = connection.body()
-        for attempt in range(MAX_RESUMES + 1):
-            try:
-                async for event in events(parts, self._bounds.max_bytes):
-                    last_id = event.id or last_id
-                    retry = event.retry if event.retry is not None else retry
-                    if event.data:
-                        await self._message(event.data.encode(), request_id)
-                    if future.done():
-                        await _drain(parts)
-                        return
-            except EventTooLarge as too_large:
-                raise self._too_large(too_large.size) from None
-            except ProtocolError:
-                logger.debug("SSE stream of %s ended mid-answer", request_id, exc_info=True)
-            if last_id is None or attempt == MAX_RESUMES:
-                break
-            connection.close()
-            await asyncio.sleep((retry if retry is not None else RESUME_DELAY_MS) / 1000)
-            connection = await self._resume(last_id)
-            parts = connection.body()
+        resumed: Connection | None = None  # the caller releases the first connection; this one is ours
+        try:
+            for attempt in range(MAX_RESUMES + 1):
+                try:
+                    async for event in events(parts, self._bounds.max_bytes):
+                        last_id = event.id or last_id
+                        retry = event.retry if event.retry is not None else retry
+                        if event.data:
+                            await self._message(event.data.encode(), request_id)
+                        if future.done():
+                            await _drain(parts)
+                            return
+                except EventTooLarge as too_large:
+                    raise self._too_large(too_large.size) from None
+                except ProtocolError:
+                    logger.debug("SSE stream of %s ended mid-answer", request_id, exc_info=True)
+                if last_id is None or attempt == MAX_RESUMES:
+                    break
+                connection.close()
+                await asyncio.sleep((retry if retry is not None else RESUME_DELAY_MS) / 1000)
+                connection = resumed = await self._resume(last_id)
+                parts = connection.body()
+        finally:
+            if resumed is not None:
+                self._pool.release(resumed)  # kept when its stream ended whole, else closed
         connection.close()
         message = (
             "SSE stream ended without a response"
