@@ -162,3 +162,13 @@ async def test_a_resumed_sse_stream_is_closed_once_its_answer_is_in(monkeypatch:
             assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
             await resumed_closed.wait()
         assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_an_sse_retry_that_is_not_plain_digits_is_ignored() -> None:
+    stream = "retry: ²\ndata: a\n\nretry: ١٢\ndata: b\n\nretry: 9999999999\ndata: c\n\nretry: 25\ndata: d\n\n"
+    assert await _events([stream.encode()]) == [
+        ("a", None, None),
+        ("b", None, None),
+        ("c", None, None),
+        ("d", None, 25),
+    ]

@@ -284,7 +284,7 @@ def _event(block: bytes) -> Event | None:
             data.append(value)
         elif name == "id":
             event_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= 9:  # not "²"
             retry = int(value)
         elif name == "event":
             kind = value
