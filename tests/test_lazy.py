@@ -553,3 +553,26 @@ async def test_call_tool_annotated_read_only_runs_only_what_only_reads(data_dir:
             result = await client.call_tool("patchbay__call_tool", {"name": "notes__wipe", "arguments": {}})
         assert error_info(result)["code"] == "NOT_READ_ONLY"
         assert ran == []
+
+
+async def test_a_call_waiting_for_a_lazy_start_is_answered_when_the_server_is_removed(data_dir: Path) -> None:
+    """Removed while it starts for a call: the call is answered at once (nothing was sent), not at
+    its deadline."""
+    settings = {"retry_attempts": 0, "connect_timeout": 60, "timeout": 60}
+    config = config_from({"notes": _lazy()}, settings)
+    await _learn(config, data_dir)
+    never = anyio.Event()
+    async with connected(config, GatedUpstreams({"notes": _notes()}, {"notes": never})) as (proxy, client):
+        upstream = proxy.supervisor.upstreams["notes"]
+        results: list[types.CallToolResult] = []
+
+        async def call() -> None:
+            results.append(await client.call_tool("notes__add", {"text": "hi"}))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await until(lambda: upstream.state is State.STARTING)
+                proxy.supervisor.apply(config_from({}, settings))
+        assert error_info(results[0])["code"] == "SERVER_UNAVAILABLE"
+        assert "Retry with a smaller request" not in result_text(results[0])

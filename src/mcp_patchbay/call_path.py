@@ -284,7 +284,7 @@ class ToolPath:
         """A server not running (a lazy one, listed from its kept listing) is started before its
         tool is checked: the read route and the pins judge what it lists now, not what it listed
         last time. A tool it no longer lists as it was (held, gone) is sent nothing."""
-        if not await upstream.ensure_started(self.settings.connect_timeout):
+        if await upstream.ensure_started(self.settings.connect_timeout) is None:
             return target  # the chain answers why it cannot serve
         fresh = self.views.view(view.access)
         now = fresh.catalog.by_exposed.get(target.exposed)

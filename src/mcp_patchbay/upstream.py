@@ -229,9 +229,10 @@ class Upstream:
         text = f"Signed in to server '{self.name}'. Its tools are listed now."
         return {"content": [{"type": "text", "text": text}]}
 
-    async def ensure_started(self, timeout: float) -> bool:
+    async def ensure_started(self, timeout: float) -> ClientSession | None:
         """Start a parked server (``on_demand``), or wait for one starting (first start, or a start
-        a need caused), within ``timeout``: whether it serves now. ``call_path`` checks after it."""
+        a need caused), within ``timeout``: the session to send on, None if it cannot serve now
+        (stopped meanwhile: ``_start_decided`` is set then too). ``call_path`` checks after it."""
         if self._session is None:
             if not self._start_decided.is_set():
                 self.demand.want()
@@ -239,18 +240,13 @@ class Upstream:
             elif not self.first_attempt_done.is_set():
                 decided = self.first_attempt_done
             else:
-                return False
+                return None
             with anyio.move_on_after(max(0.0, timeout)):
                 await decided.wait()
-        return self._session is not None
-
-    async def _session_for(self, timeout: float) -> ClientSession | None:
-        """The session to send on, started or waited for (``ensure_started``) within ``timeout``."""
-        await self.ensure_started(timeout)
         return self._session
 
     async def _send_call(self, call: ToolCall) -> RawResult:
-        session = await self._session_for(call.deadline.remaining())
+        session = await self.ensure_started(call.deadline.remaining())
         if session is None:
             raise await self.unavailable(call.tool)
         raw = self._raw
@@ -285,7 +281,7 @@ class Upstream:
         """Any other request (resources, prompts, completion): same error translation. A parked
         server is started for it (within ``connect_timeout``); a subscription keeps it running."""
         with self.demand.using():
-            session = await self._session_for(self.settings.connect_timeout)
+            session = await self.ensure_started(self.settings.connect_timeout)
             if session is None:
                 raise await self.unavailable()
             lost = self._lost
@@ -386,6 +382,7 @@ class Upstream:
         finally:
             self.state = State.STOPPED if self._stopping else self.state
             self.first_attempt_done.set()
+            self._start_decided.set()  # a call waiting for this start is answered now
 
     async def _wait_for_sign_in(self, gate: SignInGate) -> None:
         """Wait, in state ``SIGN_IN``, until a sign-in completes here or elsewhere; then reconnect."""
@@ -405,7 +402,7 @@ class Upstream:
     # --- started when needed, stopped when idle (on_demand) ---------------------------------
 
     def _parked(self, state: State) -> None:
-        """Not running, healthy: the next need (``_session_for``) starts it."""
+        """Not running, healthy: the next need (``ensure_started``) starts it."""
         self.state = state
         self._start_decided = anyio.Event()
         self.demand.parked()
@@ -446,6 +443,7 @@ class Upstream:
         self._stopping = True
         self.state = State.STOPPED
         self._lost.set()
+        self._start_decided.set()  # a call waiting for a lazy start: SERVER_UNAVAILABLE, not its deadline
 
     def _record_failure(self, exc: BaseException) -> None:
         error = self._translate(exc)
