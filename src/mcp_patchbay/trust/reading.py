@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from mcp_patchbay.trust.fingerprint import Definition, Kind
-from mcp_patchbay.trust.text import visible_text
+from mcp_patchbay.trust.text import plain, visible_text
 
 __all__ = ["SCOPES", "Unit", "joined", "line_of", "units"]
 
@@ -88,7 +88,7 @@ def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> It
         elif key in ("description", "title") and isinstance(value, str):
             yield Unit(where, value, "parameter" if is_input and path else "text")
         elif key in _SCHEMA_KEYWORDS:
-            if isinstance(value, str) and not value.isascii():
+            if isinstance(value, str) and not plain(value):
                 yield Unit(where, value, "text")
         else:
             yield from _schema_units(value, label, is_input, path)

@@ -35,7 +35,7 @@ from typing import Any, Literal, cast
 
 from mcp_patchbay.trust.fingerprint import Definition, Kind
 from mcp_patchbay.trust.reading import SCOPES, Unit, joined, line_of, units
-from mcp_patchbay.trust.text import name_lookalikes, oddities
+from mcp_patchbay.trust.text import name_lookalikes, oddities, plain
 
 __all__ = ["Finding", "ScanContext", "Scanner", "Severity"]
 
@@ -300,7 +300,7 @@ class Scanner:
 
     def _characters(self, units: Sequence[Unit], found: dict[str, Finding]) -> None:
         for unit in units:
-            if unit.text.isascii() or unit.scope == "name-parameter":
+            if plain(unit.text) or unit.scope == "name-parameter":
                 continue
             if unit.scope == "name":
                 why = name_lookalikes(unit.text)

@@ -18,7 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["BIDI_CONTROLS", "HIDDEN", "Oddities", "name_lookalikes", "oddities", "visible_text"]
+__all__ = ["BIDI_CONTROLS", "HIDDEN", "Oddities", "name_lookalikes", "oddities", "plain", "visible_text"]
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Embeddings, overrides, isolates and marks: they change the order text is displayed in."""
@@ -53,6 +53,10 @@ LOOKALIKES: dict[str, str] = dict(
 for (a subset of Unicode's confusables table: the ones seen in homoglyph attacks)."""
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""The ASCII characters ``HIDDEN`` holds (DEL, escape, and the controls but tab and line breaks)."""
+_ANSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
+"""A terminal's control sequence (``ESC [ 8 m`` conceals what follows): read as nothing, whole."""
 _SPACES = re.compile(r"[^\S\n]+")
 
 
@@ -77,10 +81,16 @@ class Oddities:
     """Words that mix Latin letters with look-alike letters of another script."""
 
 
+def plain(text: str) -> bool:
+    """``text`` is ASCII without a control but tab and line breaks: nothing in it is hidden,
+    nothing to fold (nearly all real definitions: the fast path)."""
+    return text.isascii() and _ASCII_CONTROLS.search(text) is None
+
+
 def oddities(text: str) -> Oddities:
     """Hidden characters, direction changes and mixed-script words in ``text`` (fast when the
-    text is ASCII, as nearly all real definitions are)."""
-    if text.isascii():
+    text is ``plain``, as nearly all real definitions are)."""
+    if plain(text):
         return Oddities()
     found = [match[0] for match in HIDDEN.finditer(text) if _hidden(match)]
     bidi = sum(char in BIDI_CONTROLS for char in found)
@@ -112,8 +122,8 @@ def name_lookalikes(name: str) -> str | None:
 def visible_text(text: str) -> str:
     """``text`` as the patterns read it: NFKC, hidden characters out, look-alikes in mixed words
     made Latin, runs of spaces made one (line breaks kept: patterns stop at them)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+    if not plain(text):
+        text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
         text = HIDDEN.sub(lambda match: "" if _hidden(match) else match[0], text)
         text = _WORD.sub(_fold_word, text)
     return _SPACES.sub(" ", text).strip()
