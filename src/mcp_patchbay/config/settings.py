@@ -136,8 +136,8 @@ class Settings(BaseModel, frozen=True):
 
     start: Literal["eager", "lazy"] = "eager"
     """When servers start unless their entry says (``start``): ``"eager"`` with the proxy;
-    ``"lazy"`` when a call or a search first needs them, listed meanwhile from the cache of their
-    last listing in the data folder."""
+    ``"lazy"`` when a call, a resource read, a prompt or a completion first needs them (a search
+    does not start them), listed meanwhile from the cache of their last listing in the data folder."""
 
     idle_stop: Seconds | None = None
     """Stop a server after this many seconds with no call in flight and no subscription (started
