@@ -180,16 +180,19 @@ _WHY = {
 
 
 def _print_item(item: dict[str, Any]) -> None:
+    from mcp_patchbay.trust.commands import printable
+
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["first_seen"]))
     state = "held" if item["held"] else "served with a warning"
-    print(f"{item['server']}: {item['kind']} '{item['name']}' is {state}: {_WHY[item['reason']]} (seen {when})")
+    name = printable(item["name"])
+    print(f"{item['server']}: {item['kind']} '{name}' is {state}: {_WHY[item['reason']]} (seen {when})")
     if item["diff"]:
         for line in item["diff"].splitlines():
-            print(f"    {line}")
+            print(f"    {printable(line, 1000)}")
     if item["findings"]:
         print("  The scan found:")
         for finding in item["findings"]:
-            print(f"    - {finding['sentence']}")
+            print(f"    - {printable(finding['sentence'], 1000)}")
     if item["held"]:
         print(f"  Approve: {item['approve']}")
     print()

@@ -55,4 +55,19 @@ def _escape(char: str) -> str:
 
 
 def _quoted(name: str) -> str:
-    return shlex.quote(name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS])
+    """One shell word; a name with control characters as bash's and zsh's ``$'...'``, so the
+    command printed shows them escaped (a terminal never reads them) and still names the tool."""
+    cut = name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS]
+    if cut.isprintable():
+        return shlex.quote(cut)
+    escaped = "".join(_ansi_c(char) for char in cut)
+    return f"$'{escaped}'"
+
+
+def _ansi_c(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

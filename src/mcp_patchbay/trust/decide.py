@@ -32,6 +32,7 @@ from typing import Any, Literal, cast
 
 import mcp_types as types
 
+from mcp_patchbay.trust.commands import printable
 from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of, fingerprint
 from mcp_patchbay.trust.scan import Finding
 
@@ -329,7 +330,7 @@ def approve(
 
 def _findings_text(findings: Sequence[Finding]) -> str:
     holding = [f for f in findings if f.holds] or list(findings)
-    return "; ".join(f.sentence() for f in holding[:3])
+    return "; ".join(printable(f.sentence(), 300) for f in holding[:3])
 
 
 def _held_text(kind: Kind, name: str, reason: Reason, findings: Sequence[Finding]) -> str:
@@ -339,10 +340,10 @@ def _held_text(kind: Kind, name: str, reason: Reason, findings: Sequence[Finding
         "flagged": "the scan flagged what it tells the model",
     }[reason]
     said = f" ({_findings_text(findings)})" if findings else ""
-    return f"{kind} '{name}' is held: {why}{said}; approve it with mcp-patchbay trust"
+    return f"{kind} '{printable(name)}' is held: {why}{said}; approve it with mcp-patchbay trust"
 
 
 def _served_text(kind: Kind, name: str, reason: Reason, findings: Sequence[Finding]) -> str:
     what = "changed and is served (patchbay.pin is warn)" if reason == "changed" else "is served"
     said = f"; the scan found: {_findings_text(findings)}" if findings else ""
-    return f"{kind} '{name}' {what}{said}"
+    return f"{kind} '{printable(name)}' {what}{said}"
