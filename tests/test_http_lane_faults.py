@@ -14,8 +14,10 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.errors import ClientError, Code
+from mcp_patchbay.foreign_errors import http_status_of
 from mcp_patchbay.jsonrpc import Bounds
 from mcp_patchbay.transports import http1, http_lane
 from mcp_patchbay.transports.http_lane import HttpLane
@@ -172,3 +174,24 @@ async def test_an_sse_retry_that_is_not_plain_digits_is_ignored() -> None:
         ("c", None, None),
         ("d", None, 25),
     ]
+
+
+@pytest.mark.parametrize("status", [301, 302, 303])
+async def test_a_redirect_that_may_follow_the_call_is_an_error_not_a_second_post(status: int) -> None:
+    """A 301, 302 or 303 to the POST may come after the server ran the call: it is the call's
+    error; the SDK's client is not handed the call to send again."""
+    seen: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            request = await reader.readuntil(b"\r\n\r\n")
+            seen.append(request.split(b" ")[0])
+            await reader.readexactly(int(request.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+            writer.write(b"HTTP/1.1 %d Moved\r\nlocation: /done\r\ncontent-length: 0\r\n\r\n" % status)
+            await writer.drain()
+
+    async with lane_against(handle) as lane:
+        with anyio.fail_after(10), pytest.raises(MCPError) as caught:
+            await lane.request("tools/call", {"name": "a"})
+        assert http_status_of(caught.value) == (status, None)
+        assert seen == [b"POST"] and lane.fell_back == 0

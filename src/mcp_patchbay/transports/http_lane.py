@@ -19,12 +19,12 @@ early resumes with ``Last-Event-ID`` as the SDK does; a connection refused or dr
 ``ConnectionError``, which ends the upstream's connection (it reconnects). An answer over
 ``max_message_bytes`` or nested past ``max_json_depth`` fails its call alone, as on stdio.
 
-What the lane does not serve goes through the SDK's client (``RawCalls.request`` on a writer
-that hands the request to the SDK's transport, its answer caught by ``take_sdk``), never
-sent twice: before the session's headers are known; a 401 (the SDK's auth flow refreshes the
-credential or asks for a sign-in), a 403 with a challenge (a step-up to more scope), a 404 (the SDK
-reads whether the session is gone) and redirects, which the server refused unprocessed. An upstream
-reached through an HTTP proxy (``HTTP_PROXY`` and the like) gets no lane at all.
+What the lane does not serve goes through the SDK's client (``RawCalls.request`` on a writer that
+hands the request to the SDK's transport, its answer caught by ``take_sdk``), never sent twice:
+before the session's headers are known; a 401 (the SDK's auth flow refreshes the credential or asks
+for a sign-in), a 403 with a challenge (a step-up to more scope), a 404 (the SDK reads whether the
+session is gone) and a 307 or 308, refused unprocessed (a 301-303 may come after the POST ran: an
+error). An upstream reached through an HTTP proxy (``HTTP_PROXY`` and the like) gets no lane at all.
 
 ``patchbay.http_lane: false`` (``Bounds.http_lane``) sends every request through the SDK's
 client; ``$PATCHBAY_HTTP_LANE=0`` gives no link a lane at all, whatever the config says (the
@@ -269,11 +269,11 @@ class HttpLane(RawCalls):
         future: asyncio.Future[Any],
     ) -> None:
         content_type = headers.get(b"content-type", b"").lower()
-        if status in (401, 404) or 300 <= status < 400 or (status == 403 and b"www-authenticate" in headers):
+        if status in (401, 404, 307, 308) or (status == 403 and b"www-authenticate" in headers):
             # 403 with a challenge: the SDK's auth flow asks for more scope (step-up) and sends it again
             await _discard(connection)
             raise Fallback
-        if status >= 400:
+        if status >= 300:  # 301-303 included: the server may have run it, so the SDK must not send it again
             future.set_exception(await self._error_status(connection, status, headers, content_type, request_id))
             return
         if status == 202:
