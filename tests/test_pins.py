@@ -454,14 +454,18 @@ def test_the_guard_scans_for_other_servers_tools(tmp_path: Path) -> None:
     assert decision.held and any(f.id == "other-server" for f in decision.held[0].findings)
 
 
-def test_launch_of_never_keeps_a_url_s_query_or_user() -> None:
+def test_launch_of_keeps_only_a_url_s_scheme_host_and_port() -> None:
     class Remote:
         url = "https://user:secret@example.com/mcp?token=abc"
+
+    class KeyInPath:
+        url = "https://mcp.example.com:8443/v1/sk-live-1234/mcp#frag"
 
     class Local:
         command = "npx"
 
-    assert launch_of(Remote()) == "https://example.com/mcp"
+    assert launch_of(Remote()) == "https://example.com"
+    assert launch_of(KeyInPath()) == "https://mcp.example.com:8443"  # some services put the key in the path
     assert launch_of(Local()) == "npx"
 
 

@@ -142,7 +142,7 @@ class ServerPins:
     config: str = ""
     """The config file the entry is in, for a person (the store's key is a hash of it and ``server``)."""
     launch: str = ""
-    """What launches it (the command, or the URL without its query), for a person."""
+    """What launches it (the command, or the URL's scheme, host and port), for a person."""
     approved: Mapping[Kind, Mapping[str, Pin]] = field(default_factory=_empty_pins)
     pending: Mapping[Kind, Mapping[str, Pending]] = field(default_factory=_empty_pending)
     seen_at: float = 0.0

@@ -43,15 +43,23 @@ __all__ = ["Guard", "launch_of"]
 
 
 def launch_of(spec: Any) -> str:
-    """What launches a server, for a person reading the pins: the command, or the URL without
-    its query and user info (either may carry a credential)."""
+    """What launches a server, for a person reading the pins: the command, or the URL's scheme,
+    host and port only (its user info, path and query may each carry a credential: some
+    services put the key in the path)."""
     command = getattr(spec, "command", None)
     if isinstance(command, str):
         return command
     url = getattr(spec, "url", None)
     if isinstance(url, str):
         parts = urllib.parse.urlsplit(url)
-        return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        return urllib.parse.urlunsplit((parts.scheme, f"{host}:{port}" if port else host, "", "", ""))
     return ""
 
 
