@@ -318,7 +318,7 @@ async def test_check_shows_each_held_change_as_a_diff_with_the_scan_s_sentences(
     assert '-  "description": "Gets a fact about a topic."' in held["diff"]
     assert '+  "description": "Gets a fact."' in held["diff"]
     assert held["findings"] and all(f["sentence"] for f in held["findings"])
-    assert held["approve"] == "mcp-patchbay trust notes --tool fact"
+    assert held["approve"].startswith("mcp-patchbay trust notes --tool fact --fingerprint ")
 
     connector = MemoryUpstreams({"notes": make_server("notes", notes.tools)})
     assert await run_check(config, False, connector=connector) == 1
@@ -326,7 +326,7 @@ async def test_check_shows_each_held_change_as_a_diff_with_the_scan_s_sentences(
     assert "held back until you approve them (1; not listed, not callable):" in out
     assert "notes: tool 'fact': its definition changed since it was approved" in out
     assert '+  "description": "Gets a fact."' in out
-    assert f"approve: mcp-patchbay trust notes --tool fact -c {config.path}" in out
+    assert "approve: mcp-patchbay trust notes --tool fact --fingerprint " in out and f" -c {config.path}" in out
 
 
 async def test_tools_marks_held_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

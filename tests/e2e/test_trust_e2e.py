@@ -129,7 +129,8 @@ async def _held(client: Client, called: str, server: str, name: str) -> str:
     error = error_info(result)
     assert error["code"] == "TOOL_CHANGED", result
     text = result_text(result)
-    assert f"Tell the user: they can review it and approve it with `mcp-patchbay trust {server} --tool {name}`" in text
+    told = f"they can review it and approve it with `mcp-patchbay trust {server} --tool {name} --fingerprint "
+    assert told in text
     return text
 
 

@@ -152,6 +152,7 @@ HELD_WHY = {
 
 def held_json(server: str, held: Held) -> dict[str, Any]:
     """One held definition as ``check`` reports it: why, the diff, the scan's sentences, the command."""
+    from mcp_patchbay.trust.commands import approve_command
     from mcp_patchbay.trust.diff import definition_diff
 
     return {
@@ -162,7 +163,7 @@ def held_json(server: str, held: Held) -> dict[str, Any]:
         "why": HELD_WHY[held.reason],
         "diff": definition_diff(held.approved, held.definition),
         "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in held.findings],
-        "approve": f"mcp-patchbay trust {server} --{held.kind} {held.name}",
+        "approve": approve_command(server, held.kind, held.name, held.fingerprint),
     }
 
 
@@ -170,14 +171,16 @@ def _print_held(held: list[dict[str, Any]], config: Config) -> None:
     """What the proxy holds back until approved: each with its diff, the scan's sentences and the command."""
     if not held:
         return
+    from mcp_patchbay.trust.commands import printable
+
     print(f"\nheld back until you approve them ({len(held)}; not listed, not callable):")
     option = f" -c {config.path}"
     for item in held:
-        print(f"  {item['server']}: {item['kind']} '{item['name']}': {item['why']}")
+        print(f"  {printable(item['server'])}: {item['kind']} '{printable(item['name'])}': {item['why']}")
         for line in item["diff"].splitlines():
-            print(f"      {line}")
+            print(f"      {printable(line, 400)}")
         for finding in item["findings"]:
-            print(f"    - {finding['sentence']}")
+            print(f"    - {printable(finding['sentence'], 400)}")
         print(f"    approve: {item['approve']}{option}")
     print(f"  see them again: mcp-patchbay trust --list{option}")
 
