@@ -106,6 +106,22 @@ def test_scan_warn_serves_and_pins_a_flagged_tool_and_says_so() -> None:
     assert "the scan found" in decision.events[-1].text
 
 
+def test_a_note_that_holds_nothing_is_logged_as_information_not_a_warning() -> None:
+    """sequential-thinking's 2,781-character description, in the README's first command, is a note only."""
+    from mcp_patchbay.trust.scan import Finding
+
+    def noting(definition: dict[str, Any], kind: Any) -> Any:
+        long = definition.get("name") == "think"
+        return [Finding("long-description", "length", "description", "2,781", "Far longer.", "note")] if long else []
+
+    decision = decide(None, [tool("a"), tool("think")], policy=DEFAULT, now=NOW, scan=noting, server="notes")
+    assert [t.name for t in decision.tools] == ["a", "think"] and not decision.held
+    noted = [e for e in decision.events if "the scan found" in e.text]
+    assert noted and all(e.level == "info" for e in noted)
+    flagged = run(None, [tool("add", POISON)], Policy(scan="warn"))
+    assert flagged.events[-1].level == "warning"
+
+
 def test_scan_off_does_not_scan() -> None:
     decision = run(None, [tool("add", POISON)], Policy(scan="off"))
     assert [t.name for t in decision.tools] == ["add"]

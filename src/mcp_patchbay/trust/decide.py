@@ -293,7 +293,9 @@ def decide(
         how = "first-sight" if first_sight else ("new" if pin is None else "warned")
         approved[kind][name] = Pin(definition, stamp, now, how)
         if pin is not None or findings:
-            events.append(Event("warning", kind, name, _served_text(kind, name, reason, findings)))
+            # a note that holds nothing (a long description) is not a warning at a healthy start
+            level = "warning" if pin is not None or any(f.holds for f in findings) else "info"
+            events.append(Event(level, kind, name, _served_text(kind, name, reason, findings)))
     result = replace(base, approved=approved, pending=pending, seen_at=now)
     if record is None and not any(approved[k] or pending[k] for k in ("tool", "prompt")):
         result_record = None
