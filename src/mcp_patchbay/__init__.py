@@ -32,7 +32,7 @@ Modules, by what they own:
   folder), ``start_memory`` (the most tools a config's last start found, for an early listing in
   ``auto`` mode), ``diagnosis`` (a server's state in a person's words: ``check``, ``tools``,
   ``call``, ``login``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
-  listener's limits, sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
+  listener's limits, ``fastpath``/``fast_answer`` a tool call answered past the SDK's server, sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
   events), ``server`` (``Proxy``: the SDK's server wired to the modules below),
   ``supervisor`` (all upstreams: start, startup wait, catalog rebuilds, reload), ``watch``
   (config file changes, SIGHUP).
@@ -73,7 +73,8 @@ Modules, by what they own:
   with the proxy or when first needed, stopped when idle), ``listing`` (reading what a server
   offers), ``listing_cache`` (the lazy servers' last listings, kept in the data folder),
   ``transports/`` (``link``: what a transport yields; ``stdio``: processes and their pipes;
-  ``http``: streamable HTTP and SSE), ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
+  ``http``: streamable HTTP and SSE; ``http_lane`` on ``http1``: tool calls POSTed past the SDK's client),
+  ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
   pydantic), ``sdk`` (the one adapter over the SDK's private attributes, and the gateway's
   session manager), ``spawn`` (processes started before the SDK import, their one owner, and
   the watchdog that stops them if the proxy is killed), ``command_lookup`` (the program a
