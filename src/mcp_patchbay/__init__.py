@@ -32,7 +32,8 @@ Modules, by what they own:
   folder), ``start_memory`` (the most tools a config's last start found, for an early listing in
   ``auto`` mode), ``diagnosis`` (a server's state in a person's words: ``check``, ``tools``,
   ``call``, ``login``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
-  listener's limits, ``fastpath``/``fast_answer`` a tool call answered past the SDK's server, sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
+  listener's limits, ``fastpath``/``fast_answer`` a tool call answered past the SDK's server,
+  sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
   events), ``server`` (``Proxy``: the SDK's server wired to the modules below),
   ``supervisor`` (all upstreams: start, startup wait, catalog rebuilds, reload), ``watch``
   (config file changes, SIGHUP).
