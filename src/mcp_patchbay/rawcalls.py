@@ -84,20 +84,22 @@ class RawCalls:
             await self._writer.drain()
             return await future
         except asyncio.CancelledError:
-            answered = future.done() and not future.cancelled()  # awaiting it from a cancelled task cancels it
-            if not answered and not self._closed:
-                # The caller gave up (deadline, or the client cancelled): tell the upstream. A plain
-                # write, no await: this runs inside a cancelled scope.
-                cancel = {"requestId": request_id, "reason": "cancelled by the proxy's client or deadline"}
-                try:
-                    self._writer.write(
-                        encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
-                    )
-                except Exception:
-                    logger.debug("could not send notifications/cancelled for %s", request_id, exc_info=True)
+            self._tell_cancelled(request_id, future)
             raise
         finally:
             del self._pending[request_id]
+
+    def _tell_cancelled(self, request_id: str, future: asyncio.Future[Any]) -> None:
+        """The caller gave up (deadline, or the client cancelled) before ``future`` was answered: tell
+        the upstream. A plain write, no await: this runs inside a cancelled scope."""
+        answered = future.done() and not future.cancelled()  # awaiting it from a cancelled task cancels it
+        if answered or self._closed:
+            return
+        cancel = {"requestId": request_id, "reason": "cancelled by the proxy's client or deadline"}
+        try:
+            self._writer.write(encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}))
+        except Exception:
+            logger.debug("could not send notifications/cancelled for %s", request_id, exc_info=True)
 
     async def take(self, message: dict[str, Any]) -> bool:
         """Whether ``message`` (a parsed line from the upstream) was ours: an answer to one of

@@ -51,7 +51,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.errors import ClientError, Code, refusal_data
 from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY, RETRY_AFTER_KEY
-from mcp_patchbay.jsonrpc import Bounds, deeper_than, encode
+from mcp_patchbay.jsonrpc import Bounds, deeper_than
 from mcp_patchbay.rawcalls import (
     ID_PREFIX,
     RawCalls,
@@ -221,14 +221,7 @@ class HttpLane(RawCalls):
         except Fallback:
             self.fell_back += 1
         except asyncio.CancelledError:
-            if not (future.done() and not future.cancelled()) and not self._closed:
-                cancel = {"requestId": request_id, "reason": "cancelled by the proxy's client or deadline"}
-                try:
-                    self._writer.write(
-                        encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
-                    )
-                except Exception:
-                    logger.debug("could not send notifications/cancelled for %s", request_id, exc_info=True)
+            self._tell_cancelled(request_id, future)
             raise
         finally:
             del self._pending[request_id]
