@@ -148,15 +148,7 @@ class FastPath:
             return False
         if call.token is not None and self.manager.json_response:
             return False  # progress would need a stream the gateway was told not to open
-        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-            session=ServerSession(cast(Any, _NO_STREAM), connection),
-            lifespan_context={},
-            protocol_version=connection.protocol_version,
-            method="tools/call",
-            params=values.get("params"),
-            request_id=call.id,
-            request=request,
-        )
+        ctx = _context(connection, values, call.id, request)
         answer = Answer(send, [(_SESSION, session_id)])
         with holding(transport):
             message = await self._run(ctx, (sid, call.id), receive, call, answer)
@@ -184,15 +176,7 @@ class FastPath:
         streams = "text/event-stream" in request.headers.get("accept", "")
         if call.token is not None and (self.manager.json_response or not streams):
             return False  # progress needs a stream
-        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-            session=ServerSession(cast(Any, _NO_STREAM), connection),
-            lifespan_context={},
-            protocol_version=connection.protocol_version,
-            method="tools/call",
-            params=values.get("params"),
-            request_id=call.id,
-            request=request,
-        )
+        ctx = _context(connection, values, call.id, request)
         answer = Answer(send, [])
         message = await self._run(ctx, ("", object()), receive, call, answer)
         if message is None:  # the client hung up: nobody to answer
@@ -368,3 +352,18 @@ def _accepts_json(headers: dict[bytes, bytes]) -> bool:
 
 
 __all__ = ["ENABLED", "FastPath"]
+
+
+def _context(
+    connection: Connection, values: dict[str, Any], request_id: RequestId, request: Request
+) -> ServerRequestContext[Any, Any]:
+    """The SDK's context of a ``tools/call`` served here, as its own dispatch would make it."""
+    return ServerRequestContext(
+        session=ServerSession(cast(Any, _NO_STREAM), connection),
+        lifespan_context={},
+        protocol_version=connection.protocol_version,
+        method="tools/call",
+        params=values.get("params"),
+        request_id=request_id,
+        request=request,
+    )
