@@ -7,6 +7,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +325,36 @@ async def test_a_jwks_that_is_not_a_key_set_counts_as_down(issuer: FakeIssuer, l
         warning = [r for r in logs.records if r.levelno == logging.WARNING][-1]
         assert expected in warning.getMessage()
         clock.advance(auth_module.RETRY_AFTER_FAILURE)
+
+
+async def test_an_oversized_key_set_is_refused_unread(issuer: FakeIssuer, logs: pytest.LogCaptureFixture) -> None:
+    """A key set (or metadata) past FETCH_MAX_BYTES is refused as it streams, not read whole."""
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        chunk = b" " * 65_536
+        while True:
+            sent.append(len(chunk))
+            yield chunk
+
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, stream=_Body(endless())))
+    auth = build_auth(
+        settings(oauth={"issuer": issuer.issuer, "jwks_url": issuer.jwks_url}), RESOURCE, transport=transport
+    )
+    assert auth is not None
+    assert await auth.verifier.verify_token(issuer.mint()) is None
+    warning = [r for r in logs.records if r.levelno == logging.WARNING][-1]
+    assert f"more than {auth_module.FETCH_MAX_BYTES:,} bytes" in warning.getMessage()
+    assert sum(sent) <= auth_module.FETCH_MAX_BYTES + 2 * 65_536
+
+
+class _Body(httpx2.AsyncByteStream):
+    def __init__(self, parts: AsyncIterator[bytes]) -> None:
+        self._parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._parts:
+            yield part
 
 
 async def test_the_jwks_url_is_found_from_the_issuers_metadata(issuer: FakeIssuer) -> None:

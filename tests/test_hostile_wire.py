@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
@@ -434,3 +435,26 @@ async def test_http_upstream_answer_under_the_limit_but_over_one_mib_is_served(t
     async with http_rig(tmp_path) as rig:
         result = await rig.call("web__echo", {"text": "y" * (2 * 2**20)}, within=ANSWER_WAIT)
         assert not result.result.is_error or result.error["code"] == Code.RESULT_TOO_LARGE, result.result
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html", ""])
+async def test_http_bodies_the_sdk_reads_whole_are_cut_at_the_limit(content_type: str) -> None:
+    """A JSON answer, a sign-in's metadata or token answer, an error page: every body but an SSE
+    stream is refused once past max_message_bytes, as it streams, instead of being read whole."""
+    from mcp_patchbay.transports.http import MessageTooLarge, capped
+
+    sent: list[int] = []
+
+    class Endless(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncGenerator[bytes]:
+            while True:
+                sent.append(1)
+                yield b"x" * 1024
+
+    headers = {"content-type": content_type} if content_type else {}
+    response = capped(httpx2.Response(200, headers=headers, stream=Endless()), Bounds(max_bytes=SMALL_LIMIT))
+    with anyio.fail_after(10), pytest.raises(MessageTooLarge, match="max_message_bytes"):
+        await response.aread()
+    assert len(sent) <= SMALL_LIMIT // 1024 + 2
+    stream = httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Endless())
+    assert capped(stream, Bounds(max_bytes=SMALL_LIMIT)).stream is stream.stream  # events are bounded one by one

@@ -62,7 +62,7 @@ from mcp_patchbay.redaction import redact
 from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import upstream_health
-from mcp_patchbay.transports import Connector, Link, open_link
+from mcp_patchbay.transports import Connector, Link
 from mcp_patchbay.transports.stdio import stdio_link
 
 if TYPE_CHECKING:
@@ -526,16 +526,15 @@ class Upstream:
     def _open_link(self, spec: StdioSpec | RemoteSpec) -> AbstractAsyncContextManager[Link]:
         if self.connector is not None:
             return self.connector(self.name, spec)
-        adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
         # The settings' bounds on every message (open_link gives the links the defaults).
         if isinstance(spec, StdioSpec):
+            adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
             return stdio_link(self.name, spec, adopt, Bounds.of(self.settings))
         auth = self.gate.provider() if self.gate is not None else None
-        if spec.transport != "sse":
-            from mcp_patchbay.transports.http import streamable_http_link  # the SDK's HTTP client: when needed
+        from mcp_patchbay.transports.http import sse_link, streamable_http_link  # the SDK's HTTP client: when needed
 
-            return streamable_http_link(spec, self.settings.connect_timeout, auth, Bounds.of(self.settings))
-        return open_link(self.name, spec, self.settings.connect_timeout, adopt, auth)
+        link = sse_link if spec.transport == "sse" else streamable_http_link
+        return link(spec, self.settings.connect_timeout, auth, Bounds.of(self.settings))
 
     async def refresh_soon(self, what: str) -> None:
         """The upstream said a list changed: re-read it, a burst of such notices coalesced (``listing.Rereads``)."""

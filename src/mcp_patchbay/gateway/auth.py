@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 import time
 import urllib.parse
@@ -76,6 +77,9 @@ RETRY_AFTER_FAILURE = 5.0
 
 FETCH_TIMEOUT = 5.0
 """Seconds one fetch (metadata and keys) may take; requests waiting on it wait that long at most."""
+
+FETCH_MAX_BYTES = 1_048_576
+"""The most of a metadata or key set document read: an issuer's is a few KB; a bigger one is refused."""
 
 PRM_PATH = "/.well-known/oauth-protected-resource"
 
@@ -263,10 +267,15 @@ class _Keys:
 
 
 async def _get_json(client: httpx2.AsyncClient, url: str) -> dict[str, Any]:
-    response = await client.get(url, headers={"Accept": "application/json"})
-    if response.status_code != 200:
-        raise _KeysUnavailable(f"{url} answered {response.status_code}")
-    data = response.json()
+    async with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
+        if response.status_code != 200:
+            raise _KeysUnavailable(f"{url} answered {response.status_code}")
+        body = bytearray()
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) > FETCH_MAX_BYTES:
+                raise _KeysUnavailable(f"{url} answered more than {FETCH_MAX_BYTES:,} bytes")
+    data = json.loads(body)
     if not isinstance(data, dict):
         raise _KeysUnavailable(f"{url} answered something other than a JSON object")
     return cast("dict[str, Any]", data)

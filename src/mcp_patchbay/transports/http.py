@@ -110,25 +110,33 @@ def oversized(bounds: Bounds) -> Callable[[SessionMessage | Exception], SessionM
 
 
 def capped(response: httpx2.Response, bounds: Bounds) -> httpx2.Response:
-    """``response`` with a JSON body read no further than ``bounds.max_bytes``."""
+    """``response`` with a body read no further than ``bounds.max_bytes``, unless it is an SSE
+    stream (whose events the SDK bounds one by one): a JSON answer, and every body a sign-in
+    reads whole (metadata, registration and token answers, an error page)."""
     stream = response.stream
-    if response.headers.get("content-type", "").startswith("application/json") and isinstance(
+    if not response.headers.get("content-type", "").startswith("text/event-stream") and isinstance(
         stream, httpx2.AsyncByteStream
     ):
         response.stream = _CappedBody(stream, bounds)
     return response
 
 
-class _DrainingTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's transport; a POST's SSE answer is read to its end before it is closed, and a
-    JSON body no further than the bounds."""
+class _CappedTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport, with every body but an SSE stream read no further than the bounds."""
 
     def __init__(self, bounds: Bounds) -> None:
         super().__init__()
         self._bounds = bounds
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = capped(await super().handle_async_request(request), self._bounds)
+        return capped(await super().handle_async_request(request), self._bounds)
+
+
+class _DrainingTransport(_CappedTransport):
+    """``_CappedTransport``; a POST's SSE answer is read to its end before it is closed."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
         stream = response.stream
         if (
             request.method == "POST"
@@ -270,8 +278,9 @@ async def streamable_http_link(
 
 @asynccontextmanager
 async def sse_link(
-    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None
+    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None, bounds: Bounds | None = None
 ) -> AsyncGenerator[Link, None]:
+    bounds = bounds or Bounds()
     answers, answered = anyio.create_memory_object_stream[SessionMessage](64)
 
     async def refused(response: httpx2.Response) -> None:
@@ -301,7 +310,9 @@ async def sse_link(
         timeout: httpx2.Timeout | None = None,
         auth: httpx2.Auth | None = None,
     ) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+        return httpx2.AsyncClient(
+            headers=headers, timeout=timeout, auth=auth, event_hooks=hooks, transport=_CappedTransport(bounds)
+        )
 
     transport = sse_client(
         spec.url, headers=dict(spec.headers), timeout=connect_timeout, httpx_client_factory=factory, auth=auth
