@@ -127,6 +127,29 @@ def test_no_keyring_backend_is_a_mistake_naming_the_alternative_never_plain_text
     assert str(raised.value).startswith(f"{PATH}: gateway.oauth.issuer: secret 'issuer' cannot be read")
 
 
+class BrokenKeyring(MemoryKeyring):
+    """A keyring whose backend fails as a locked Secret Service or a dead D-Bus does."""
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise OSError("cannot connect to /run/user/1000/bus: No such file or directory")
+
+
+def test_a_keyring_that_fails_is_named_by_kind_and_its_words_go_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """An entry's problem can reach the model as its server's status: the backend's own words
+    (paths, buses) stay in the log; the entry is held, the config still loads."""
+    before = keyring.get_keyring()
+    keyring.set_keyring(BrokenKeyring())
+    try:
+        with caplog.at_level(logging.WARNING):
+            entry = config({"github": {"command": "x", "env": {"GITHUB_TOKEN": "${secret:gh}"}}}).servers[0]
+    finally:
+        keyring.set_keyring(before)
+    assert entry.spec is None and entry.problem is not None
+    assert "secret 'gh' cannot be read: the keyring refused to read it (OSError" in entry.problem
+    assert "/run/user" not in entry.problem
+    assert "/run/user/1000/bus" in caplog.text
+
+
 def test_a_bad_secret_name_is_said(memory: MemoryKeyring) -> None:
     entry = config({"s": {"command": "x", "env": {"A": "${secret:}", "B": "${secret:a b}"}}}).servers[0]
     assert entry.problem is not None

@@ -13,6 +13,7 @@ instead. Every value read is registered with ``redaction.remember``, so no log l
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING, Final
 
@@ -20,6 +21,8 @@ from mcp_patchbay.redaction import remember
 
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["NAME_RULE", "SERVICE", "KeyringUnavailable", "backend_name", "delete", "name_problem", "read", "write"]
 
@@ -47,8 +50,9 @@ def _backend() -> KeyringBackend:
     """The keyring's backend, if it can hold secrets (see the module doc)."""
     try:
         import keyring
-    except ImportError as exc:  # a broken install: say so rather than crash
-        raise KeyringUnavailable(f"the keyring package cannot be loaded ({exc})") from None
+    except ImportError:  # a broken install: say so rather than crash
+        logger.warning("the keyring package cannot be loaded", exc_info=True)
+        raise KeyringUnavailable("the keyring package cannot be loaded (reinstall mcp-patchbay)") from None
     backend = keyring.get_keyring()
     if backend.priority <= 0:  # keyring's fail backend (0), an empty chainer or the null backend (-1)
         raise KeyringUnavailable("no keyring backend is available on this system (none of the OS's keyrings was found)")
@@ -62,13 +66,14 @@ def backend_name() -> str:
 
 def read(name: str) -> str | None:
     """The secret ``name``, or None when the keyring has none of that name."""
-    from keyring.errors import KeyringError
-
     backend = _backend()
     try:
         value = backend.get_password(SERVICE, name)
-    except KeyringError as exc:
-        raise KeyringUnavailable(f"the keyring refused to read it ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # backends raise their own errors too (D-Bus, OSError): none may end a config load
+        # The backend's words can name paths and buses: the log has them, the reason (which may
+        # reach the model as a server's status) only the kind.
+        logger.warning("reading secret %r from the keyring (%s) failed", name, backend.name, exc_info=True)
+        raise KeyringUnavailable(f"the keyring refused to read it ({type(exc).__name__}; the log says why)") from None
     if value is not None:
         remember(value)
     return value
