@@ -202,9 +202,14 @@ def secret(argv: list[str], stdin: io.StringIO | None = None) -> tuple[int, str,
     return code, out.getvalue(), err.getvalue()
 
 
-def test_secret_set_reads_one_line_of_stdin_and_delete_removes_it(memory: MemoryKeyring) -> None:
-    code, out, _ = secret(["set", "gh"], io.StringIO("ghp_value-from-stdin\nnot this line\n"))
+def test_secret_set_reads_stdin_whole_and_delete_removes_it(memory: MemoryKeyring) -> None:
+    code, out, _ = secret(["set", "gh"], io.StringIO("ghp_value-from-stdin\n"))
     assert code == 0 and memory.values[(SERVICE, "gh")] == "ghp_value-from-stdin"
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\nBgkqhkiG9w0B\n-----END PRIVATE KEY-----"
+    code, _, _ = secret(["set", "key"], io.StringIO(pem + "\n"))
+    assert code == 0 and memory.values[(SERVICE, "key")] == pem  # a key file's lines are kept
+    code, _, err = secret(["set", "big"], io.StringIO("x" * (secret_cli.MAX_VALUE_CHARS + 1)))
+    assert code == 1 and "over 65,536 characters" in err and (SERVICE, "big") not in memory.values
     assert "${secret:gh}" in out and "ghp_value" not in out
     code, out, _ = secret(["delete", "gh"])
     assert code == 0 and (SERVICE, "gh") not in memory.values and "Deleted" in out

@@ -46,13 +46,14 @@ def _parser() -> _Parser:
         "(macOS Keychain, Windows Credential Locker, the Secret Service of a Linux desktop) instead of in "
         "the config file.",
         epilog="The value is never taken from the command line: set asks for it (hidden) on a terminal, else "
-        "reads one line of standard input. Exit status: 0 done; 1 nothing stored or deleted (no keyring on "
+        "reads standard input whole (a key file of several lines too, up to 64 KiB). Exit status: 0 done; "
+        "1 nothing stored or deleted (no keyring on "
         "this system, an empty value, no such secret), or list found a secret missing; 2 a usage mistake.",
     )
     commands = parser.add_subparsers(dest="action", metavar="set|delete|list", required=True, parser_class=_Parser)
     setting = commands.add_parser(
         "set",
-        help="store a secret (asked for, or one line of standard input)",
+        help="store a secret (asked for, or standard input)",
         description="Store the secret NAME in the keyring, replacing any; the config names it as ${secret:NAME}.",
     )
     setting.add_argument("name", metavar="NAME", help="the secret's name, as in ${secret:NAME}")
@@ -100,13 +101,25 @@ def _list(path: str | None, out: TextIO, err: TextIO) -> int:
     return EXIT_FAILED if missing else EXIT_OK
 
 
+MAX_VALUE_CHARS = 65_536
+"""The longest value ``set`` takes from standard input: a private key in PEM is a few KB."""
+
+
+class _TooLong(Exception):
+    pass
+
+
 def _read_value(name: str, stdin: TextIO, err: TextIO) -> str:
-    """The value: a hidden prompt on a terminal, else the first line of ``stdin``."""
+    """The value: a hidden prompt on a terminal, else ``stdin`` whole (a PEM key has several
+    lines), surrounding white space left out."""
     if stdin.isatty():
         import getpass
 
         return getpass.getpass(f"Value of secret '{name}' (not shown): ", stream=err).strip()
-    return stdin.readline().strip()
+    value = stdin.read(MAX_VALUE_CHARS + 1)
+    if len(value) > MAX_VALUE_CHARS:
+        raise _TooLong
+    return value.strip()
 
 
 def main(argv: list[str], stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -128,7 +141,12 @@ def main(argv: list[str], stdin: TextIO, out: TextIO, err: TextIO) -> int:
     try:
         if args.action == "set":
             where = secretstore.backend_name()  # before asking: no point typing a token no keyring will keep
-            value = _read_value(name, stdin, err)
+            try:
+                value = _read_value(name, stdin, err)
+            except _TooLong:
+                too_long = f"the value is over {MAX_VALUE_CHARS:,} characters"
+                print(f"mcp-patchbay secret: nothing stored: {too_long}", file=err)
+                return EXIT_FAILED
             if not value:
                 print(f"mcp-patchbay secret: nothing stored: the value of '{name}' was empty", file=err)
                 return EXIT_FAILED
