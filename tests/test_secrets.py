@@ -318,6 +318,20 @@ def test_import_moves_secrets_into_the_keyring_and_leaves_references(tmp_path: P
     assert isinstance(github.spec, StdioSpec) and github.spec.env["GITHUB_TOKEN"] == GH_TOKEN  # loads back
 
 
+def test_a_second_import_never_replaces_a_secret_another_config_reads(tmp_path: Path, memory: MemoryKeyring) -> None:
+    memory.values[(SERVICE, "github.GITHUB_TOKEN")] = "ghp_the_first_configs_token_0000"
+    memory.values[(SERVICE, "slack.arg1")] = SLACK  # the same value: its name is used again
+    target = tmp_path / "second.json"
+    code, out, err = import_(client_home(tmp_path), "-o", str(target), "--secrets", "keyring")
+    assert code == 0, err
+    assert memory.values[(SERVICE, "github.GITHUB_TOKEN")] == "ghp_the_first_configs_token_0000"
+    assert memory.values[(SERVICE, "github.GITHUB_TOKEN-2")] == GH_TOKEN
+    written = json.loads(target.read_text())["mcpServers"]
+    assert written["github"]["env"]["GITHUB_TOKEN"] == "${secret:github.GITHUB_TOKEN-2}"
+    assert written["slack"]["args"][1] == "${secret:slack.arg1}"
+    assert "as ${secret:github.GITHUB_TOKEN-2}" in out
+
+
 def test_import_asks_on_a_terminal_and_keeps_them_when_told_no(tmp_path: Path, memory: MemoryKeyring) -> None:
     env = client_home(tmp_path)
     code, out, _ = import_(env, "-o", str(tmp_path / "no.json"), stdin=Tty("n\n"))

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mcp_patchbay.cli.options import EXIT_CONFIG
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp_patchbay.clients.locations import Client, Environment, Place
     from mcp_patchbay.clients.merging import Server
     from mcp_patchbay.clients.reading import Survey
@@ -222,6 +224,10 @@ def _secrets(
         return [], False
     if choice == "keep":
         return [], bool(args.dry_run)
+    from contextlib import suppress
+
+    with suppress(secretstore.KeyringUnavailable):  # a dry run without a keyring: the names as found
+        found = _unclaimed(found, secretstore.read)
     if args.dry_run:
         moves = "; ".join(f"{c.where} as {c.reference}" for c in found)
         print(f"Would move into the keyring: {moves}.", file=out)
@@ -239,6 +245,27 @@ def _secrets(
     moved = "; ".join(f"{c.where} as {c.reference}" for c in found)
     print(f"Moved into the keyring (service '{secretstore.SERVICE}'): {moved}.", file=out)
     return found, False
+
+
+def _unclaimed(found: list[Candidate], read: Callable[[str], str | None]) -> list[Candidate]:
+    """``found`` with each secret's name moved past any the keyring holds with another value
+    (``github.GITHUB_TOKEN-2``): a second config imported from another client must not replace
+    the token the first one reads. A name holding the same value is used again."""
+    from dataclasses import replace
+
+    taken = {c.name for c in found}
+    final: dict[str, str] = {}
+    for name, value in {c.name: c.value for c in found}.items():
+        candidate, n = name, 1
+        while (held := read(candidate)) is not None and held != value:
+            n += 1
+            candidate = f"{name}-{n}"
+            while candidate in taken:
+                n += 1
+                candidate = f"{name}-{n}"
+        taken.add(candidate)
+        final[name] = candidate
+    return [replace(c, name=final[c.name]) for c in found]
 
 
 def _hide(servers: list[Server], found: list[Candidate], masked: bool) -> None:
