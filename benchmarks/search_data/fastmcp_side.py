@@ -2,7 +2,7 @@
 # (fastmcp is installed in its own virtualenv, never the project's: see below.)
 """FastMCP's BM25SearchTransform on the bench catalog: run with a Python that has fastmcp==4.1.2.
 
-    /tmp/fastmcp-venv/bin/python benchmarks/search_data/fastmcp_side.py [--limit 5] > results.json
+    /tmp/fastmcp-venv/bin/python benchmarks/search_data/fastmcp_side.py [--limit 5] [--tasks PATH] > results.json
 
 Not part of the project's environment: benchmarks/search.py runs this in a separate venv
 (``--fastmcp-python``) and reads its JSON from stdout. In process: a FastMCP server gets one
@@ -38,9 +38,11 @@ def stand_in(name: str, description: str, schema: dict[str, Any]) -> Tool:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=5)
+    parser.add_argument("--tasks", type=Path, default=HERE / "tasks.json")
     args = parser.parse_args()
     catalog = json.loads((HERE / "catalog.json").read_text())
-    tasks = json.loads((HERE / "tasks.json").read_text())["tasks"]
+    loaded = json.loads(args.tasks.read_text())
+    tasks = loaded["tasks"] if isinstance(loaded, dict) else loaded
     server = FastMCP("bench")
     for name, entry in catalog.items():
         for tool in entry["tools"]:
