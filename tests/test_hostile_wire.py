@@ -458,3 +458,52 @@ async def test_http_bodies_the_sdk_reads_whole_are_cut_at_the_limit(content_type
     assert len(sent) <= SMALL_LIMIT // 1024 + 2
     stream = httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Endless())
     assert capped(stream, Bounds(max_bytes=SMALL_LIMIT)).stream is stream.stream  # events are bounded one by one
+
+
+def test_a_tool_listing_without_schema_types_is_repaired_and_named() -> None:
+    from mcp_patchbay.jsonrpc import untyped_tool_schemas
+
+    result = {
+        "tools": [
+            {"name": "a", "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#"}},
+            {"name": "b"},
+            {"name": "c", "inputSchema": {"type": "object"}},
+            {"name": "d", "inputSchema": {"type": "string"}},  # says what it is, wrongly: left to be refused
+        ]
+    }
+    assert untyped_tool_schemas(result) == ["a", "b"]
+    assert [t.get("inputSchema", {}).get("type") for t in result["tools"]] == ["object", "object", "object", "string"]
+    assert untyped_tool_schemas({"content": [], "tools": [{"name": "x"}]}) == []  # a call's result is not a listing
+    assert untyped_tool_schemas(None) == [] and untyped_tool_schemas({"tools": "no"}) == []
+
+
+async def test_a_server_listing_tools_without_schema_types_is_served_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: @modelcontextprotocol/server-gitlab lists every tool with an inputSchema that has
+    no "type"; the SDK refused the whole listing and the proxy reconnected forever, serving none."""
+    entry = {"command": sys.executable, "args": [str(RAW_SERVER), "--untyped"]}
+    async with proxy_rig(tmp_path, {"raw": entry}, {"restart_initial_delay": 0.1}) as rig:
+        await rig.ready("raw")
+        names = {tool.name for tool in rig.upstream("raw").listing.tools}
+        assert {"echo", "untyped", "schemaless"} <= names
+        assert "untyped, schemaless" in caplog.text and 'has no "type"' in caplog.text
+        assert rig.upstream("raw").restarts == 0
+        assert "hi" in await rig.ok("raw__echo", {"text": "hi"})
+
+
+def test_an_http_links_listing_without_schema_types_is_repaired_before_the_session_reads_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Both HTTP links pass what they read through ``typed_schemas`` (an SDK server cannot send
+    such a listing, so the link's step is tested here and the stdio link end to end above)."""
+    from mcp.shared.message import SessionMessage
+
+    from mcp_patchbay.transports.http import typed_schemas
+
+    listing = {"tools": [{"name": "untyped", "inputSchema": {"$schema": "x"}}]}
+    message = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=3, result=listing))
+    assert typed_schemas("https://h.example/mcp?token=s3cret")(message) is message
+    assert listing["tools"][0]["inputSchema"] == {"$schema": "x", "type": "object"}
+    assert types.ListToolsResult.model_validate(listing).tools[0].name == "untyped"
+    assert "https://h.example/mcp' listed 1 tools" in caplog.text and "s3cret" not in caplog.text

@@ -386,9 +386,46 @@ def _closes_the_line(tail: bytes, pos: int) -> bool:
     return False
 
 
+UNTYPED_SCHEMAS = (
+    "server '%s' listed %d tools whose inputSchema has no \"type\" (%s): served as taking an object, which "
+    "the MCP spec says every tool does"
+)
+"""The log line of a listing ``untyped_tool_schemas`` repaired: the server, the count, the first names."""
+
+
+def untyped_tool_schemas(result: object) -> list[str]:
+    """The tools of a ``tools/list`` result whose ``inputSchema`` lacks its root ``"type"``, given
+    ``"type": "object"`` in place (and an absent schema ``{"type": "object"}``); their names.
+
+    Some servers in use send such schemas (``@modelcontextprotocol/server-gitlab`` sends
+    ``{"$schema": ...}`` alone for every tool), and the SDK refuses the whole listing for one of
+    them, so none of the server's tools would be served. A schema whose type is something else
+    is left as it is (refused): that one says what it is, wrongly."""
+    if not isinstance(result, dict) or "content" in result:
+        return []
+    tools = cast("dict[str, Any]", result).get("tools")
+    if not isinstance(tools, list):
+        return []
+    repaired: list[str] = []
+    for tool in cast("list[Any]", tools):
+        if not isinstance(tool, dict):
+            continue
+        entry = cast("dict[str, Any]", tool)
+        schema = entry.get("inputSchema")
+        if schema is None:
+            entry["inputSchema"] = {"type": "object"}
+        elif isinstance(schema, dict) and "type" not in schema:
+            schema["type"] = "object"
+        else:
+            continue
+        repaired.append(str(entry.get("name")))
+    return repaired
+
+
 __all__ = [
     "NOT_JSON",
     "PEEK_WINDOW",
+    "UNTYPED_SCHEMAS",
     "Bounds",
     "Envelope",
     "LineSplitter",
@@ -403,4 +440,5 @@ __all__ = [
     "peek_envelope",
     "refusal",
     "request_id_in",
+    "untyped_tool_schemas",
 ]

@@ -17,6 +17,9 @@ Tools (each a ``tools/call`` by name; arguments as said):
   lists {}                how many tools/list requests came so far
   poison_list {}          the next tools/list answer nests 5,000 deep, announced by a
                           tools/list_changed (an answer to the SDK session's integer id)
+
+With ``--untyped`` it also lists ``untyped`` (an inputSchema with no "type") and ``schemaless``
+(no inputSchema), as some servers in use do; calling them answers "unknown tool".
 """
 
 from __future__ import annotations
@@ -51,7 +54,11 @@ class Server:
 
     def tools(self) -> list[dict[str, Any]]:
         names = [*TOOLS, f"v{self.version}"] if self.version else TOOLS
-        return [{"name": name, "inputSchema": {"type": "object"}} for name in names]
+        listed: list[dict[str, Any]] = [{"name": name, "inputSchema": {"type": "object"}} for name in names]
+        if "--untyped" in sys.argv:  # as @modelcontextprotocol/server-gitlab lists every tool
+            listed.append({"name": "untyped", "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#"}})
+            listed.append({"name": "schemaless"})
+        return listed
 
     def handle(self, message: dict[str, Any]) -> None:
         method, request_id = message.get("method"), message.get("id")

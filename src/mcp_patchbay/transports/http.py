@@ -29,6 +29,7 @@ transport is left as the SDK has it: events over 1 MiB end the connection.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any
@@ -44,9 +45,12 @@ from mcp.shared.message import SessionMessage
 from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import Code, refusal_data
 from mcp_patchbay.foreign_errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
-from mcp_patchbay.jsonrpc import Bounds, request_id_in
+from mcp_patchbay.jsonrpc import UNTYPED_SCHEMAS, Bounds, request_id_in, untyped_tool_schemas
+from mcp_patchbay.redaction import redact
 from mcp_patchbay.transports.http_lane import HttpLane, lane_allowed
 from mcp_patchbay.transports.link import Link
+
+logger = logging.getLogger("mcp_patchbay.transports.http")
 
 DRAIN_SECONDS = 0.25
 """How long closing a POST's SSE answer may wait for the rest of its body."""
@@ -147,6 +151,22 @@ class _DrainingTransport(_CappedTransport):
         return response
 
 
+def typed_schemas(url: str) -> Callable[[SessionMessage | Exception], SessionMessage | Exception]:
+    """A listing's tools whose inputSchema lacks its type, repaired (``jsonrpc.untyped_tool_schemas``)."""
+    where = redact(url.partition("?")[0])  # a query may carry a token
+
+    def repair(message: SessionMessage | Exception) -> SessionMessage | Exception:
+        if (
+            not isinstance(message, Exception)
+            and isinstance(message.message, types.JSONRPCResponse)
+            and (repaired := untyped_tool_schemas(message.message.result))
+        ):
+            logger.warning(UNTYPED_SCHEMAS, where, len(repaired), ", ".join(repaired[:5]))
+        return message
+
+    return repair
+
+
 class HttpStatuses:
     """Ties each HTTP error status to the request whose POST got it.
 
@@ -239,10 +259,10 @@ async def streamable_http_link(
         auth=auth,
         transport=_DrainingTransport(bounds),
     )
-    reword = oversized(bounds)
+    reword, repair = oversized(bounds), typed_schemas(spec.url)
 
     def transform(message: SessionMessage | Exception) -> SessionMessage | Exception:
-        return reword(statuses.stamp(message))
+        return repair(reword(statuses.stamp(message)))
 
     transport = _client_then_transport(client, spec.url, bounds)
     if not bounds.http_lane or not lane_allowed(spec.url):  # patchbay.http_lane: false: the SDK's client only
@@ -317,7 +337,7 @@ async def sse_link(
     transport = sse_client(
         spec.url, headers=dict(spec.headers), timeout=connect_timeout, httpx_client_factory=factory, auth=auth
     )
-    async with answers, answered, _streams_link(transport, answered) as link:
+    async with answers, answered, _streams_link(transport, answered, typed_schemas(spec.url)) as link:
         yield link
 
 

@@ -53,6 +53,7 @@ from mcp_patchbay.command_lookup import resolve_command
 from mcp_patchbay.config import StdioSpec
 from mcp_patchbay.errors import Code, refusal_data, refused_answer
 from mcp_patchbay.jsonrpc import (
+    UNTYPED_SCHEMAS,
     Bounds,
     Envelope,
     LineSplitter,
@@ -61,6 +62,7 @@ from mcp_patchbay.jsonrpc import (
     envelope_of,
     error_line,
     peek_envelope,
+    untyped_tool_schemas,
 )
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
@@ -180,6 +182,8 @@ async def stdio_transport(
         value = _parse(line, watch, log)
         if value is None or (raw is not None and await raw.take(value)):
             return
+        if repaired := untyped_tool_schemas(value.get("result")):
+            log.warning(UNTYPED_SCHEMAS, server, len(repaired), ", ".join(repaired[:5]))
         message = _validate(value, line, watch, log)
         if message is not None:
             await read_writer.send(message)
