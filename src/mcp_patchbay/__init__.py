@@ -65,7 +65,8 @@ Modules, by what they own:
   translation of foreign exceptions into that tree), ``deadlines`` (a call's deadline: bound, extended, paused),
   ``policies`` (the breaker's state machine and the restart backoff are pure; the chain
   around a call is not), ``jsonrpc`` (framing and ids both lanes share, and the bounds on a
-  message before it is parsed: size, depth, its id read unparsed), ``redaction``
+  message before it is parsed: size, depth, its id read unparsed; a listing's untyped tool
+  schemas read as objects'), ``redaction``
   (credentials cut from every log line), ``throttle`` (log lines a peer can cause, at most
   so many a minute).
 - The upstreams' side: ``upstream`` (one server: connection life, restarts, the call),

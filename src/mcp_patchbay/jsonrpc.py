@@ -3,8 +3,9 @@
 The client-side lane (``lane``), the upstream raw lane (``rawcalls``), the client's stdio
 wire (``client_wire``) and the HTTP links (``transports.http``) read and write messages as
 plain dicts, past the SDK's models. What a message looks like on a line, what counts as a
-request id, and how a line that is not a message is answered are decided here, once.
-Pure: values in, values (or bytes) out.
+request id, and how a line that is not a message is answered are decided here, once; and
+the one repair made to what an upstream lists (``untyped_tool_schemas``, in place, before the
+SDK reads it). Otherwise pure: values in, values (or bytes) out.
 
 Bounds come before parsing (``Bounds``: ``patchbay.max_message_bytes`` and
 ``max_json_depth``). Python's ``json`` recurses once per level of nesting, and so do
