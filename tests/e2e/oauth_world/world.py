@@ -40,7 +40,7 @@ MCP_SERVER = HERE / "mcp_server.py"
 HEADLESS_BROWSER = ROOT / "tests" / "fixtures" / "headless_browser.py"
 OIDC_PROVIDER = ROOT / "tests" / "e2e" / "node_modules" / "oidc-provider"
 NODE = shutil.which("node")
-START_WITHIN = 20.0
+START_WITHIN = 60.0
 STOP_WITHIN = 10.0
 
 
