@@ -266,8 +266,15 @@ class MemoryPinStore(PinStore):
 
 
 def _dumps(records: Mapping[str, ServerPins]) -> str:
-    data = {"format": FORMAT, "servers": {key: records[key].as_json() for key in sorted(records)}}
-    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False)
+    """The file's text: one line per server record, compact. Indented JSON goes through the
+    standard library's Python encoder, and each first sight rewrites the whole file: 35 servers
+    pinned at a first start cost 1.5 s on the event loop that way, most of it in ``json``."""
+    lines = ",\n".join(f"  {_compact(key)}: {_compact(records[key].as_json())}" for key in sorted(records))
+    return f'{{"format": {_compact(FORMAT)}, "servers": {{\n{lines}\n}}}}\n'
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _fingerprints_only(record: ServerPins) -> ServerPins:
