@@ -37,6 +37,7 @@ from mcp_patchbay.transports.http_lane import HttpLane
 from tests.e2e_util import proxy_rig
 from tests.harness import FakeTool, make_server, result_text, text
 from tests.servers.http_fault_server import HttpFaults, serving
+from tests.test_http_lane_faults import lane_to
 
 pytestmark = pytest.mark.anyio
 
@@ -606,14 +607,7 @@ async def _kept_connection_lane(
                 closed.set()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-
-    async def nowhere(message: Any) -> None:
-        raise AssertionError("nothing is handed to the SDK's session here")
-
-    lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=nowhere, inject=nowhere, spawn=print)
-    lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
-    return lane, seen, writers, server, closed
+    return lane_to(server), seen, writers, server, closed
 
 
 async def _stop(lane: HttpLane, writers: list[asyncio.StreamWriter], server: asyncio.Server) -> None:

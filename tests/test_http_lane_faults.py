@@ -32,6 +32,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def lane_to(server: asyncio.Server) -> HttpLane:
+    """A lane to ``server``'s ``/mcp``, its protocol version as if learnt from the SDK, that hands
+    nothing to a session."""
+    port = server.sockets[0].getsockname()[1]
+
+    async def nowhere(message: Any) -> None:
+        raise AssertionError("nothing is handed to the SDK's session here")
+
+    lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=nowhere, inject=nowhere, spawn=print)
+    lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
+    return lane
+
+
 @asynccontextmanager
 async def lane_against(handle: Handler) -> AsyncGenerator[HttpLane]:
     """A lane to a raw server running ``handle`` per connection."""
@@ -47,13 +60,7 @@ async def lane_against(handle: Handler) -> AsyncGenerator[HttpLane]:
             writer.close()
 
     server = await asyncio.start_server(tracked, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-
-    async def nowhere(message: Any) -> None:
-        raise AssertionError("nothing is handed to the SDK's session here")
-
-    lane = HttpLane(f"http://127.0.0.1:{port}/mcp", {}, Bounds(), 5, send=nowhere, inject=nowhere, spawn=print)
-    lane._learnt = {"mcp-protocol-version": "2025-11-25"}  # pyright: ignore[reportPrivateUsage] - as learnt from the SDK
+    lane = lane_to(server)
     try:
         yield lane
     finally:
