@@ -461,7 +461,7 @@ async def test_http_bodies_the_sdk_reads_whole_are_cut_at_the_limit(content_type
 
 
 def test_a_tool_listing_without_schema_types_is_repaired_and_named() -> None:
-    from mcp_patchbay.jsonrpc import untyped_tool_schemas
+    from mcp_patchbay.jsonrpc import first_names, untyped_tool_schemas
 
     result = {
         "tools": [
@@ -475,6 +475,7 @@ def test_a_tool_listing_without_schema_types_is_repaired_and_named() -> None:
     assert [t.get("inputSchema", {}).get("type") for t in result["tools"]] == ["object", "object", "object", "string"]
     assert untyped_tool_schemas({"content": [], "tools": [{"name": "x"}]}) == []  # a call's result is not a listing
     assert untyped_tool_schemas(None) == [] and untyped_tool_schemas({"tools": "no"}) == []
+    assert first_names(["a\nFAKE LOG LINE", "x" * 500]) == "'a\\nFAKE LOG LINE', '" + "x" * 80 + "'"
 
 
 async def test_a_server_listing_tools_without_schema_types_is_served_whole(
@@ -487,7 +488,7 @@ async def test_a_server_listing_tools_without_schema_types_is_served_whole(
         await rig.ready("raw")
         names = {tool.name for tool in rig.upstream("raw").listing.tools}
         assert {"echo", "untyped", "schemaless"} <= names
-        assert "untyped, schemaless" in caplog.text and 'has no "type"' in caplog.text
+        assert "'untyped', 'schemaless'" in caplog.text and 'has no "type"' in caplog.text
         assert rig.upstream("raw").restarts == 0
         assert "hi" in await rig.ok("raw__echo", {"text": "hi"})
 

@@ -391,7 +391,13 @@ UNTYPED_SCHEMAS = (
     "server '%s' listed %d tools whose inputSchema has no \"type\" (%s): served as taking an object, which "
     "the MCP spec says every tool does"
 )
-"""The log line of a listing ``untyped_tool_schemas`` repaired: the server, the count, the first names."""
+"""The log line of a listing ``untyped_tool_schemas`` repaired: the server, the count, ``first_names``."""
+
+
+def first_names(names: list[str], count: int = 5, width: int = 80) -> str:
+    """The first ``count`` of an upstream's tool names for a log line, each cut to ``width`` and
+    escaped (a name is the upstream's text: any length, any character)."""
+    return ", ".join(repr(name[:width]) for name in names[:count])
 
 
 def untyped_tool_schemas(result: object) -> list[str]:
@@ -437,6 +443,7 @@ __all__ = [
     "encode",
     "envelope_of",
     "error_line",
+    "first_names",
     "is_request_id",
     "peek_envelope",
     "refusal",

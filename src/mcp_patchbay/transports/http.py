@@ -45,7 +45,7 @@ from mcp.shared.message import SessionMessage
 from mcp_patchbay.config import RemoteSpec
 from mcp_patchbay.errors import Code, refusal_data
 from mcp_patchbay.foreign_errors import HTTP_STAND_INS, HTTP_STATUS_KEY, RETRY_AFTER_KEY
-from mcp_patchbay.jsonrpc import UNTYPED_SCHEMAS, Bounds, request_id_in, untyped_tool_schemas
+from mcp_patchbay.jsonrpc import UNTYPED_SCHEMAS, Bounds, first_names, request_id_in, untyped_tool_schemas
 from mcp_patchbay.redaction import redact
 from mcp_patchbay.transports.http_lane import HttpLane, lane_allowed
 from mcp_patchbay.transports.link import Link
@@ -161,7 +161,7 @@ def typed_schemas(url: str) -> Callable[[SessionMessage | Exception], SessionMes
             and isinstance(message.message, types.JSONRPCResponse)
             and (repaired := untyped_tool_schemas(message.message.result))
         ):
-            logger.warning(UNTYPED_SCHEMAS, where, len(repaired), ", ".join(repaired[:5]))
+            logger.warning(UNTYPED_SCHEMAS, where, len(repaired), first_names(repaired))
         return message
 
     return repair

@@ -61,6 +61,7 @@ from mcp_patchbay.jsonrpc import (
     deeper_than,
     envelope_of,
     error_line,
+    first_names,
     peek_envelope,
     untyped_tool_schemas,
 )
@@ -183,7 +184,7 @@ async def stdio_transport(
         if value is None or (raw is not None and await raw.take(value)):
             return
         if repaired := untyped_tool_schemas(value.get("result")):
-            log.warning(UNTYPED_SCHEMAS, server, len(repaired), ", ".join(repaired[:5]))
+            log.warning(UNTYPED_SCHEMAS, server, len(repaired), first_names(repaired))
         message = _validate(value, line, watch, log)
         if message is not None:
             await read_writer.send(message)
