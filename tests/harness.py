@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,31 @@ async def connected(
     async with running_proxy(config, upstreams) as proxy:
         async with Client(proxy_transport(proxy), mode=mode, cache=None, **client_kwargs) as client:  # pyright: ignore[reportArgumentType]
             yield proxy, client
+
+
+class _Said(logging.Handler):
+    """Sets ``event`` once a record whose message holds ``text`` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.event = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+@contextmanager
+def logged(logger: str, text: str) -> Iterator[anyio.Event]:
+    """An event set when ``logger`` logs a message holding ``text`` (DEBUG included, meanwhile):
+    a test waits on what the code says it did, never on time."""
+    handler, log = _Said(text), logging.getLogger(logger)
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield handler.event
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)

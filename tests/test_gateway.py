@@ -10,8 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.gateway.app import Gateway
 from mcp_patchbay.gateway.bind import refusal
-from tests.harness import FakeTool, MemoryUpstreams, error_info, make_server, result_text, text
+from tests.harness import FakeTool, MemoryUpstreams, error_info, logged, make_server, result_text, text
 
 pytestmark = pytest.mark.anyio
 
@@ -361,22 +360,3 @@ async def test_resources_of_a_server_a_caller_may_not_use_cannot_be_read(mode: s
             for uri in ("notes://private", "notes://unlisted"):  # listed by a hidden server, or by no one
                 with pytest.raises(MCPError):
                     await bob.read_resource(uri)
-
-
-@contextlib.contextmanager
-def logged(logger: str, text: str) -> Iterator[anyio.Event]:
-    """An event set when ``logger`` logs a line containing ``text``: a test waits on what the code says."""
-    said = anyio.Event()
-
-    class _Listener(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if text in record.getMessage():
-                said.set()
-
-    listener = _Listener()
-    log = logging.getLogger(logger)
-    log.addHandler(listener)
-    try:
-        yield said
-    finally:
-        log.removeHandler(listener)

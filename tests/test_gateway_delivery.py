@@ -12,8 +12,8 @@ import asyncio
 import json
 import logging
 import socket
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
@@ -24,7 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.harness import FakeTool, MemoryUpstreams, make_server, text, until
+from tests.harness import FakeTool, MemoryUpstreams, logged, make_server, text, until
 from tests.test_gateway import ALICE, BOB, client, gateway_config, running
 
 pytestmark = pytest.mark.anyio
@@ -144,30 +144,6 @@ async def stuck_get_stream(host: str, port: int, session: str) -> AsyncGenerator
         yield sock
     finally:
         sock.close()
-
-
-class _Logged(logging.Handler):
-    """An event set once a record whose message holds ``text`` is logged (in the loop's thread)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-        self.event = anyio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.event.set()
-
-
-@contextmanager
-def logged(logger: str, text: str) -> Iterator[anyio.Event]:
-    """An event set when ``logger`` logs a message holding ``text``."""
-    handler = _Logged(text)
-    logging.getLogger(logger).addHandler(handler)
-    try:
-        yield handler.event
-    finally:
-        logging.getLogger(logger).removeHandler(handler)
 
 
 async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no_other(
@@ -458,3 +434,37 @@ async def test_a_client_that_never_reads_its_call_s_progress_stalls_no_one_else(
                             assert result_text_of(await bob.call_tool("time__now", {})) == "12:00"
             finally:
                 sock.close()
+
+
+async def test_a_members_roots_change_reaches_no_upstream() -> None:
+    """Issue 32: a member's notifications/roots/list_changed went to every upstream, hidden
+    ones included (5 of 5 reached a server the member may not use), although the gateway offers
+    its upstreams no roots: a shared upstream must not hear what one member did."""
+    heard: list[str] = []
+
+    async def on_roots_changed(ctx: Any, params: Any) -> None:
+        heard.append("notes")
+
+    feed = Feed()
+    servers = memory(feed)
+    servers.servers["notes"].add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, on_roots_changed
+    )
+    config = gateway_config(
+        {
+            "tokens": {"alice": ALICE, "bob": BOB},
+            "access": [{"tokens": ["alice"], "servers": ["*"]}, {"tokens": ["bob"], "servers": ["time"]}],
+        }
+    )
+
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[])
+
+    async with running(config, servers) as (_, base):
+        async with client(base, token=BOB, list_roots_callback=roots) as bob:
+            for _ in range(5):
+                with logged("mcp_patchbay.passthrough", "not passed on") as handled:
+                    await bob.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
+                    with anyio.fail_after(5):
+                        await handled.wait()
+    assert heard == []

@@ -18,7 +18,7 @@ from pydantic import FileUrl
 
 from mcp_patchbay.config import load_config
 from mcp_patchbay.watch import watch_config
-from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, result_text, text
+from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, logged, make_server, result_text, text
 
 pytestmark = pytest.mark.anyio
 
@@ -360,3 +360,45 @@ class _OnRecord(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.text in record.getMessage():
             self.then()
+
+
+def _hearing_roots(name: str, heard: list[str], event: anyio.Event) -> Any:
+    """An upstream that records each notifications/roots/list_changed it hears."""
+    server = make_server(name, {})
+
+    async def on_roots_changed(ctx: Any, params: Any) -> None:
+        heard.append(name)
+        event.set()
+
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
+    return server
+
+
+async def test_a_roots_change_reaches_the_upstreams_offered_roots_and_none_when_the_client_has_none() -> None:
+    config = config_from({"alpha": {"command": "x"}, "beta": {"command": "x"}})
+    heard: list[str] = []
+    both = anyio.Event()
+
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl("file:///work"))])
+
+    def servers() -> MemoryUpstreams:
+        return MemoryUpstreams({n: _hearing_roots(n, heard, both) for n in ("alpha", "beta")})
+
+    async with connected(config, servers(), list_roots_callback=roots) as (_, client):
+        await client.list_tools()  # both upstreams ready: one still starting asks for the roots itself
+        await client.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
+        with anyio.fail_after(5):
+            while len(heard) < 2:
+                await both.wait()
+                both = anyio.Event()
+    assert sorted(heard) == ["alpha", "beta"]
+
+    heard.clear()
+    with logged("mcp_patchbay.passthrough", "passed to no server") as handled:
+        async with connected(config, servers()) as (_, client):  # no roots declared: none offered upstream
+            await client.list_tools()
+            await client.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
+            with anyio.fail_after(5):
+                await handled.wait()
+    assert heard == []

@@ -18,7 +18,8 @@ sent only for what changed.
 - ``resources/subscribe``: to the server that owns the URI among those the caller may use,
   else to the first such server that takes subscriptions; a URI of a server the caller may
   not use is answered as one no server has.
-- ``notifications/roots/list_changed``: passed to every upstream.
+- ``notifications/roots/list_changed``: on stdio, passed to each ready upstream that was
+  offered roots; on the gateway, which offers its upstreams no roots, to none.
 """
 
 from __future__ import annotations
@@ -260,8 +261,23 @@ class Passthrough:
             self.tg.start_soon(_set_upstream_level, upstream, self._log_level)
 
     async def roots_changed(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
-        for upstream in self.supervisor.upstreams.values():
-            await upstream.send_notification(types.RootsListChangedNotification())
+        """Pass the change on to the ready upstreams the caller may use, each of which was offered
+        roots (the client declared them: ``client_channel.session_callbacks``), concurrently.
+        The gateway offers its upstreams no roots (a team has no one client's folders), so there
+        a member's notice goes nowhere: a shared upstream must not hear what one member did."""
+        if self.shared:
+            logger.debug("notifications/roots/list_changed from a gateway session: not passed on (no roots offered)")
+            return
+        permitted = self._permitted() if self._permitted is not None else None
+        targets = [
+            u
+            for name, u in self.supervisor.upstreams.items()
+            if u.state is State.READY and u.offered_roots and (permitted is None or name in permitted)
+        ]
+        logger.debug("notifications/roots/list_changed passed to %s", ", ".join(u.name for u in targets) or "no server")
+        async with anyio.create_task_group() as tg:
+            for upstream in targets:
+                tg.start_soon(upstream.send_notification, types.RootsListChangedNotification())
 
 
 async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:

@@ -103,6 +103,8 @@ class Upstream:
     instructions: str | None = None
     """What the server says it is for (its ``initialize`` answer): search mode describes it so."""
     capabilities: types.ServerCapabilities | None = None
+    offered_roots: bool = False
+    """Its session declared roots to it (the client has them): only then may it hear of their change."""
     first_attempt_done: anyio.Event = field(default_factory=anyio.Event)
 
     _session: ClientSession | None = None
@@ -469,13 +471,15 @@ class Upstream:
             startup.deadline = anyio.current_time() + self.settings.connect_timeout
             async with AsyncExitStack() as stack:
                 link = await stack.enter_async_context(self._open_link(spec))
+                callbacks = session_callbacks(self.client, self.name)
+                self.offered_roots = "list_roots_callback" in callbacks
                 session = await stack.enter_async_context(
                     ClientSession(
                         link.read,
                         link.write,
                         client_info=CLIENT_INFO,
                         message_handler=self._on_message,
-                        **session_callbacks(self.client, self.name),
+                        **callbacks,
                     )
                 )
                 try:
