@@ -115,6 +115,37 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
             assert gateway.manager.sessions_of("alice (token)") == 1
 
 
+async def test_a_crowd_of_openings_at_the_member_cap_gets_200_or_429_never_a_dropped_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 32: a member at max_sessions_per_identity with its sessions busy opened many more at
+    once: some initialize requests got 404, some connections were dropped, and the log held
+    ClosedResourceError tracebacks: making room ended a session whose opening request had not
+    been answered yet (the SDK counts it in flight only once its server task has started). A
+    session is busy until its opening request is answered: every answer is 200 or 429."""
+    caplog.set_level(logging.INFO, "mcp")
+    config = gateway_config({"tokens": {"alice": ALICE}, "max_sessions_per_identity": 4})
+    async with running(config, upstreams()) as (gateway, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            held = [(await open_session(http, ALICE)).headers["mcp-session-id"] for _ in range(2)]
+            async with busy(http, ALICE, held[0]), busy(http, ALICE, held[1]):
+                answers: list[httpx2.Response] = []
+
+                async def opening() -> None:
+                    answers.append(await open_session(http, ALICE))
+
+                with anyio.fail_after(30):
+                    async with anyio.create_task_group() as tg:
+                        for _ in range(24):
+                            tg.start_soon(opening)
+            assert sorted({a.status_code for a in answers}) == [200, 429], [a.status_code for a in answers]
+            assert all(int(a.headers["retry-after"]) > 0 for a in answers if a.status_code == 429)
+            assert all("protocolVersion" in a.text for a in answers if a.status_code == 200)
+            assert gateway.manager.sessions_of("alice (token)") <= 4
+    troubles = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not troubles, [r.getMessage() for r in troubles]
+
+
 async def ping(http: httpx2.AsyncClient, token: str, session_id: str) -> httpx2.Response:
     headers = {
         **MCP_HEADERS,

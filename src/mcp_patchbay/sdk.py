@@ -104,7 +104,9 @@ class SessionManager(StreamableHTTPSessionManager):
       limit, the member's least recently used idle session (no request in flight, no open
       stream) is ended to admit the new one: clients that never end their sessions (Claude
       Code's health check does not) would otherwise lock their own user out for the idle
-      timeout. Only when every one of its sessions is busy is the member refused (429); the
+      timeout. A session is busy while a request of it is in flight, its opening request
+      included until it is answered (ending one still opening dropped its client). Only when
+      every one of its sessions is busy is the member refused (429 with ``Retry-After``); the
       other members are never touched.
     - A session opened with a credential answers only that member: another member's
       request for it gets the 404 of an unknown session (the SDK compares the token's
@@ -138,6 +140,9 @@ class SessionManager(StreamableHTTPSessionManager):
         """Member -> its sessions, least recently used first."""
         self._held: Counter[str] = Counter()
         """Member -> sessions it holds."""
+        self._opening: set[str] = set()
+        """Sessions whose opening request is not answered yet: busy, never ended to make room
+        (the SDK counts the request in flight only once the session's server task has started)."""
         self._refusals = LogThrottle(logger)
         self._evictions = LogThrottle(logger, level=logging.INFO)
         """Sessions refused to a member over its quota: a WARNING, at most 10 a minute."""
@@ -230,6 +235,7 @@ class SessionManager(StreamableHTTPSessionManager):
         if session_id is not None and (owner := self._members.get(session_id)) is not None:
             self._recency[owner].move_to_end(session_id)
         admitting = _admitting.set(member)
+        opened = _opened.set([])
         try:
             await super()._handle_stateful_request(scope, receive, send)
         except _OverQuota as over:
@@ -245,6 +251,8 @@ class SessionManager(StreamableHTTPSessionManager):
             )
             await _error(429, INVALID_REQUEST, message, {"Retry-After": str(QUOTA_RETRY_AFTER)})(scope, receive, send)
         finally:
+            self._opening.difference_update(_opened.get() or ())
+            _opened.reset(opened)
             _admitting.reset(admitting)
 
     async def usable_session(self, request: Request, session_id: str) -> StreamableHTTPServerTransport | None:
@@ -286,6 +294,10 @@ class SessionManager(StreamableHTTPSessionManager):
         if self._event_stores is not None:
             transport._event_store = self._event_stores()  # pyright: ignore[reportPrivateUsage]
         session_id = transport.mcp_session_id
+        if session_id is not None:
+            self._opening.add(session_id)
+            if (opened := _opened.get()) is not None:
+                opened.append(session_id)
         if member is not None and session_id is not None:
             self._members[session_id] = member
             self._held[member] += 1
@@ -298,7 +310,11 @@ class SessionManager(StreamableHTTPSessionManager):
         recency: OrderedDict[str, None] = self._recency.get(member) or OrderedDict()
         for session_id in list(recency):
             transport = instances.get(session_id)
-            if transport is None or getattr(transport, "_requests_in_flight", 1):  # busy (unknown: busy)
+            if (
+                transport is None
+                or session_id in self._opening
+                or getattr(transport, "_requests_in_flight", 1)  # busy (unknown: busy)
+            ):
                 continue
             self._forget(session_id)
             instances.pop(session_id, None)
@@ -396,6 +412,8 @@ not to hammer, short enough for a client that has just closed a session."""
 _admitting: ContextVar[str | None] = ContextVar("patchbay_admitting", default=None)
 """The member whose request may open a session (the SDK's ``_admit_session`` sees only the
 credential's client, issuer and subject)."""
+_opened: ContextVar[list[str] | None] = ContextVar("patchbay_opened", default=None)
+"""The sessions this request opened (``_admit_session``): busy until it is answered."""
 
 
 class _OverQuota(Exception):
