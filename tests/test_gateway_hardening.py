@@ -146,6 +146,20 @@ async def test_a_crowd_of_openings_at_the_member_cap_gets_200_or_429_never_a_dro
     assert not troubles, [r.getMessage() for r in troubles]
 
 
+async def test_the_gateway_s_last_session_refused_says_when_to_try_again() -> None:
+    """At gateway.max_sessions the SDK answered a bare 503 with no Retry-After: a client had no
+    word of when to come back. Every refusal at a limit carries one."""
+    config = gateway_config({"tokens": {"alice": ALICE, "bob": BOB}, "max_sessions": 2})
+    async with running(config, upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            held = [(await open_session(http, token)).headers["mcp-session-id"] for token in (ALICE, BOB)]
+            async with busy(http, ALICE, held[0]), busy(http, BOB, held[1]):
+                refused = await open_session(http, BOB)
+            assert refused.status_code == 503
+            assert int(refused.headers["retry-after"]) > 0
+            assert "gateway.max_sessions" in refused.json()["error"]["message"]
+
+
 async def ping(http: httpx2.AsyncClient, token: str, session_id: str) -> httpx2.Response:
     headers = {
         **MCP_HEADERS,

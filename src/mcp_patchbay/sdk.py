@@ -42,7 +42,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, EventStore, Stream
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
-from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, ErrorData, JSONRPCError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
@@ -250,6 +250,13 @@ class SessionManager(StreamableHTTPSessionManager):
                 "connect again"
             )
             await _error(429, INVALID_REQUEST, message, {"Retry-After": str(QUOTA_RETRY_AFTER)})(scope, receive, send)
+        except _Full:
+            self._refusals.log("Refusing a new session: %d sessions are open (gateway.max_sessions)", self.sessions)
+            message = (
+                "This gateway has as many sessions open as it allows (gateway.max_sessions): try again in a "
+                "moment, or ask its operator to raise the limit"
+            )
+            await _error(503, INTERNAL_ERROR, message, {"Retry-After": str(QUOTA_RETRY_AFTER)})(scope, receive, send)
         finally:
             self._opening.difference_update(_opened.get() or ())
             _opened.reset(opened)
@@ -290,7 +297,7 @@ class SessionManager(StreamableHTTPSessionManager):
             self._make_room(member)
         transport = super()._admit_session(requestor)
         if transport is None:
-            return None
+            raise _Full
         if self._event_stores is not None:
             transport._event_store = self._event_stores()  # pyright: ignore[reportPrivateUsage]
         session_id = transport.mcp_session_id
@@ -404,6 +411,11 @@ FastPath = Callable[[Scope, Receive, Send, bytes], Awaitable[bool]]
 ABORT_EXTENSION = "patchbay.abort"
 """The ASGI scope extension under which the gateway's listener (``gateway.edge``) lends a
 request a way to drop its connection at once, unsent data and all."""
+
+
+class _Full(Exception):
+    """Every session the gateway allows is open (``gateway.max_sessions``): 503 with ``Retry-After``."""
+
 
 QUOTA_RETRY_AFTER = 30
 """Seconds a member over its session quota is told to wait (``Retry-After``): long enough
