@@ -24,6 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.gateway.events import MemoryEventStore
 from tests.harness import FakeTool, MemoryUpstreams, logged, make_server, text, until
 from tests.test_gateway import ALICE, BOB, client, gateway_config, running
 
@@ -468,3 +469,89 @@ async def test_a_members_roots_change_reaches_no_upstream() -> None:
                     with anyio.fail_after(5):
                         await handled.wait()
     assert heard == []
+
+
+def _event_ids(sse: str) -> list[str]:
+    return [line[len("id:") :].strip() for line in sse.splitlines() if line.startswith("id:")]
+
+
+def _resume_headers(session: str, last_event_id: str) -> dict[str, str]:
+    return {
+        "accept": "text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": HANDSHAKE,
+        "last-event-id": last_event_id,
+    }
+
+
+async def test_a_resumed_stream_of_an_answered_request_ends_after_its_answer() -> None:
+    """Issue 32: a GET with Last-Event-ID for a request already answered replayed the answer,
+    then stayed open (8 of 8 still open after 4 s), past every listen-stream quota."""
+    async with running(gateway_config(), memory(Feed())) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await _open_session(http)
+            listed = await _post(http, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, session)
+            ids = _event_ids(listed.text)
+            assert len(ids) >= 2, listed.text  # a priming event, then the answer
+            for _ in range(8):
+                with anyio.fail_after(5):  # read whole: the stream ends
+                    resumed = await http.get("/mcp", headers=_resume_headers(session, ids[0]))
+                assert resumed.status_code == 200
+                assert '"id":7' in resumed.text.replace(" ", "") and _event_ids(resumed.text)[-1] == ids[-1]
+            with anyio.fail_after(5):  # resumed after the answer: nothing more, and the end
+                after = await http.get("/mcp", headers=_resume_headers(session, ids[-1]))
+            assert '"id":7' not in after.text.replace(" ", "")
+
+
+async def test_a_resumed_stream_of_a_running_request_gets_its_answer_then_ends() -> None:
+    """The same for a request still running when the client resumes: its answer arrives on the
+    resumed stream, which then ends (left to the SDK it stayed open after the answer)."""
+    release = anyio.Event()
+
+    async def slow(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        await release.wait()
+        return text("finally")
+
+    servers = MemoryUpstreams({"time": make_server("time", {"slow": FakeTool(slow)}), "notes": Feed().server()})
+    config = gateway_config({"fast_path": False})  # the SDK's path stores every event for resuming
+    async with running(config, servers) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            session = await _open_session(http)
+            call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "time__slow"}}
+            headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": HANDSHAKE}
+            async with http.stream("POST", "/mcp", json=call, headers=headers) as posted:
+                with anyio.fail_after(5):
+                    async for line in posted.aiter_lines():
+                        if line.startswith("id:"):
+                            priming = line[len("id:") :].strip()
+                            break
+            # The client dropped the call's stream; it resumes, and the answer comes on the new one.
+            async with http.stream("GET", "/mcp", headers=_resume_headers(session, priming)) as resumed:
+                assert resumed.status_code == 200
+                release.set()
+                with anyio.fail_after(5):
+                    body = "".join([chunk async for chunk in resumed.aiter_text()])
+            assert "finally" in body
+
+
+async def test_only_the_latest_resume_of_a_stream_is_followed_and_the_session_s_end_ends_it() -> None:
+    store = MemoryEventStore()
+    first_event = await store.store_event("9", None)  # the priming event of request 9
+    ends: list[str] = []
+
+    async def follow(name: str) -> None:
+        async def sent(message: Any) -> None:
+            pass
+
+        assert await store.replay_events_after(first_event, sent) is None
+        ends.append(name)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow, "earlier")
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(follow, "later")
+            await anyio.wait_all_tasks_blocked()
+            assert ends == ["earlier"]  # the client reconnected: its earlier stream ends
+            store.close()
+    assert ends == ["earlier", "later"]

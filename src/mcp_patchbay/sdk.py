@@ -29,7 +29,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import anyio
 import mcp_types as types
@@ -358,6 +358,9 @@ class SessionManager(StreamableHTTPSessionManager):
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self._forget(session_id)
+        store = transport._event_store  # pyright: ignore[reportPrivateUsage]
+        if isinstance(store, ClosingEventStore):
+            store.close()  # the resumed streams it follows end with the session
         await super()._discard_session(session_id, transport)
 
     @property
@@ -411,6 +414,13 @@ FastPath = Callable[[Scope, Receive, Send, bytes], Awaitable[bool]]
 ABORT_EXTENSION = "patchbay.abort"
 """The ASGI scope extension under which the gateway's listener (``gateway.edge``) lends a
 request a way to drop its connection at once, unsent data and all."""
+
+
+@runtime_checkable
+class ClosingEventStore(Protocol):
+    """An event store that follows resumed streams itself (``gateway.events``): told when its session ends."""
+
+    def close(self) -> None: ...
 
 
 class _Full(Exception):
