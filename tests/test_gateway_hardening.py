@@ -21,6 +21,7 @@ import pytest
 from mcp_patchbay.config import ConfigError
 from mcp_patchbay.config.gateway import listen_address
 from mcp_patchbay.gateway import app as app_module
+from mcp_patchbay.gateway import edge
 from mcp_patchbay.gateway.auth import build_auth
 from tests.harness import until
 from tests.jwt_util import FakeIssuer
@@ -369,26 +370,76 @@ async def test_slow_headers_and_bodies_are_closed_after_their_timeouts_while_rea
         assert gateway.refusals.counts == {"header_timeout": 2, "body_timeout": 1}
 
 
-async def test_connections_past_max_connections_are_refused_at_once() -> None:
+SLOW_HEAD = b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: a"
+"""A request whose headers never end: its connection waits for them."""
+
+
+async def test_at_max_connections_a_newcomer_takes_the_place_of_a_slow_header() -> None:
+    """Issue 32: at the cap a crowd sending its headers a byte at a time held every
+    connection, and newcomers got 503 (with the cap above ``ulimit -n``, a reset) until the
+    crowd's header timeout. The connection longest waiting for its headers makes room."""
     async with running(gateway_config({"max_connections": 4}), upstreams()) as (gateway, base):
-        held: list[anyio.abc.SocketStream] = []
+        crowd: list[anyio.abc.SocketStream] = []
         try:
             with anyio.fail_after(10):
-                for _ in range(4):  # each answered once, then held open (keep-alive)
+                for _ in range(12):  # three times the cap, each sending headers that never end
                     stream = await anyio.connect_tcp(*_address(base))
-                    held.append(stream)
-                    await stream.send(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
-                    assert (await stream.receive()).startswith(b"HTTP/1.1 200 ")
-                assert (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 503 ")
-                assert gateway.refusals.counts["too_many_connections"] == 1
+                    crowd.append(stream)
+                    await stream.send(SLOW_HEAD)
+                for _ in range(5):
+                    assert (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 ")
+                oldest = await _until_closed(crowd[0])
+                assert oldest.startswith(b"HTTP/1.1 408 ") and b"max_connections" in oldest, oldest[:200]
+                assert gateway.refusals.counts["too_many_connections"] == 0
+                assert gateway.refusals.counts["made_room"] >= 8 + 1  # the crowd past the cap, then the first newcomer
         finally:
-            for stream in held:
+            for stream in crowd:
+                await stream.aclose()
+
+
+async def test_at_max_connections_with_every_connection_busy_a_newcomer_gets_503() -> None:
+    async with running(gateway_config({"max_connections": 4}), upstreams()) as (gateway, base):
+        busy_ones: list[anyio.abc.SocketStream] = []
+        body = json.dumps(INITIALIZE).encode()
+        head = (
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        try:
+            with anyio.fail_after(10):
+                for _ in range(4):  # headers in, body still coming: a request in progress
+                    stream = await anyio.connect_tcp(*_address(base))
+                    busy_ones.append(stream)
+                    await stream.send(head.encode() + body[:10])
+
+                async def refused() -> bool:
+                    return (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 503 ")
+
+                await until(refused, within=5)  # once the server has read their headers
+                assert gateway.refusals.counts["made_room"] == 0
+        finally:
+            for stream in busy_ones:
                 await stream.aclose()
 
         async def room() -> bool:  # room again once the server has seen them go
             return (await _status(base, HEALTHZ)).startswith(b"HTTP/1.1 200 ")
 
         await until(room, within=10)
+
+
+def test_max_connections_is_lowered_to_fit_the_open_files_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``ulimit -n`` 1,024 and the default cap of 2,000 the kernel, not the gateway, refused
+    newcomers (accept failed; their connections were reset): the cap fits under the limit."""
+    monkeypatch.setattr(edge, "raise_open_files_limit", lambda: 1024)
+    with caplog.at_level(logging.WARNING, "mcp_patchbay.gateway"):
+        assert edge.connection_cap(2000, 256) == 768
+    assert "ulimit -n" in caplog.text and "gateway.reserved_files" in caplog.text
+    assert edge.connection_cap(500, 256) == 500
+    assert edge.connection_cap(2000, 4096) == edge.MIN_CONNECTIONS
+    monkeypatch.setattr(edge, "raise_open_files_limit", lambda: None)
+    assert edge.connection_cap(2000, 256) == 2000
 
 
 # --- /metrics on a listener of its own ------------------------------------------------------------

@@ -224,8 +224,16 @@ class GatewaySettings(BaseModel, frozen=True):
     and closed). Bodies are small JSON (a tool's arguments); 30 s covers a slow link."""
 
     max_connections: Annotated[int, Field(ge=1)] = 2000
-    """Client connections open at once; more are refused with 503 at once (a slow-reading
-    crowd cannot use up the process's file descriptors)."""
+    """Client connections open at once. At the limit a newcomer takes the place of the oldest
+    connection still sending its request's headers (or idle between requests), which gets 408
+    and is closed; only when every connection is busy with a request is the newcomer refused
+    with 503. Lowered at start to what the process may open (``ulimit -n``) less
+    ``reserved_files``, with a WARNING: refusing a connection stays the gateway's choice, never
+    the kernel's."""
+
+    reserved_files: Annotated[int, Field(ge=16)] = 256
+    """File descriptors kept back from client connections for everything else the gateway
+    opens: its upstreams' pipes and sockets, the metrics listener, log and data files."""
 
     fast_path: bool = True
     """A ``tools/call`` POST is answered past the SDK's server, on its parsed JSON

@@ -55,7 +55,7 @@ from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.bind import is_loopback
-from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, guarded_protocol, raise_open_files_limit
+from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, connection_cap, guarded_protocol
 from mcp_patchbay.gateway.events import MemoryEventStore
 from mcp_patchbay.gateway.fastpath import FastPath
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
@@ -300,8 +300,9 @@ class Gateway:
     ) -> None:
         """Serve until a signal has drained the gateway (``drain``), or the task is
         cancelled; started, it gives the address bound (a port of 0 picks one)."""
-        raise_open_files_limit(self.settings.max_connections)
-        server = self._uvicorn(self.app, self.host, self.port, max_connections=self.settings.max_connections)
+        reserved = self.settings.reserved_files + (METRICS_CONNECTIONS if self.settings.metrics_address else 0)
+        max_connections = connection_cap(self.settings.max_connections, reserved)
+        server = self._uvicorn(self.app, self.host, self.port, max_connections=max_connections)
         self._server = server
         metrics_address = self.settings.metrics_address
         if metrics_address is not None:

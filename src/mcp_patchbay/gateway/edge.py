@@ -19,14 +19,19 @@ connections sending a byte every 2 s stayed open; 1,100 made every real call fai
   connection between requests is uvicorn's own ``timeout_keep_alive``.
 - ``body_timeout``: from the end of the headers to the end of the body; then 408 (or a
   plain close when an answer has begun) and the application sees the client go.
-- ``max_connections``: a connection beyond it gets 503 at once and is closed, before
-  any byte is read. (uvicorn's ``limit_concurrency`` counts connections and running
-  requests too, but only once a request's headers are in: a crowd that never finishes
-  its headers would hold file descriptors until its timeout.)
+- ``max_connections``: a connection beyond it takes the place of the oldest connection
+  still waiting for its request's headers (sending them, or idle between requests), which
+  gets 408 and is closed: a slow-header crowd at the cap costs a newcomer nothing. Only when
+  every connection is busy with a request is the newcomer refused, 503 before any byte is
+  read. (uvicorn's ``limit_concurrency`` counts connections and running requests too, but
+  only once a request's headers are in: a crowd that never finishes its headers would hold
+  file descriptors until its timeout.)
 
 Each refusal is one DEBUG line with the client's address and counted for metrics
 (``Refusals``); a full house is also a WARNING, at most once a minute (``throttle``).
-``raise_open_files_limit`` lifts the process's soft descriptor limit to its hard one.
+``connection_cap`` lifts the process's soft descriptor limit to its hard one and lowers
+``max_connections`` to fit under it with ``reserved_files`` to spare: at the kernel's limit
+``accept`` fails and the newcomer's connection is reset, with no word from the gateway.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from uvicorn.server import ServerState
 from mcp_patchbay.sdk import ABORT_EXTENSION
 from mcp_patchbay.throttle import LogThrottle
 
-__all__ = ["EdgeLimits", "Refusals", "guarded_protocol", "raise_open_files_limit"]
+__all__ = ["EdgeLimits", "Refusals", "connection_cap", "guarded_protocol"]
 
 logger = logging.getLogger("mcp_patchbay.gateway")
 
@@ -55,7 +60,7 @@ logger = logging.getLogger("mcp_patchbay.gateway")
 @dataclass
 class Refusals:
     """Connections the edge closed, by reason (``header_too_large``, ``header_timeout``,
-    ``body_timeout``, ``too_many_connections``)."""
+    ``body_timeout``, ``made_room``, ``too_many_connections``)."""
 
     counts: Counter[str] = field(default_factory=Counter[str])
     full_house: LogThrottle = field(default_factory=lambda: LogThrottle(logger, per_minute=1))
@@ -78,6 +83,9 @@ class EdgeLimits:
 
 def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol with ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
+    waiting: dict[GuardedHttpTools, None] = {}
+    """The listener's connections waiting for a request's headers, longest waiting first: at
+    ``max_connections`` the first of them makes room for a newcomer."""
 
     class GuardedHttpTools(HttpToolsProtocol):
         def __init__(
@@ -94,19 +102,48 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if limits.max_connections is not None and len(self.connections) > limits.max_connections:
+            if (
+                limits.max_connections is not None
+                and len(self.connections) > limits.max_connections
+                and not self._make_room()
+            ):
                 self._refuse(http.HTTPStatus.SERVICE_UNAVAILABLE, "too_many_connections", "too many connections")
                 limits.refusals.full_house.log(
-                    "refusing connections: %d open (gateway.max_connections); %d refused so far",
+                    "refusing connections: %d open and every one busy with a request (gateway.max_connections); "
+                    "%d refused so far",
                     limits.max_connections,
                     limits.refusals.counts["too_many_connections"],
                 )
                 return
+            waiting[self] = None
             self._arm(limits.header_timeout, self._header_timed_out)
 
+        def _make_room(self) -> bool:
+            """Close the connection longest waiting for a request's headers; False when none is."""
+            for other in waiting:
+                other._refuse(
+                    http.HTTPStatus.REQUEST_TIMEOUT,
+                    "made_room",
+                    "closed to make room for a new connection (gateway.max_connections)",
+                )
+                limits.refusals.full_house.log(
+                    "at gateway.max_connections (%d): closing the connections longest waiting for their "
+                    "request's headers to admit new ones; %d closed so far",
+                    limits.max_connections,
+                    limits.refusals.counts["made_room"],
+                )
+                return True
+            return False
+
         def connection_lost(self, exc: Exception | None) -> None:
+            waiting.pop(self, None)
             self._disarm()
             super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self._head_bytes is not None:
+                waiting[self] = None  # idle until its next request: the youngest of those waiting
 
         def data_received(self, data: bytes) -> None:
             if self._head_bytes is not None and self._timer is None:  # a request's first byte after the last one
@@ -130,6 +167,7 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
                     return
 
         def on_headers_complete(self) -> None:
+            waiting.pop(self, None)
             self._head_bytes = None
             self._arm(limits.body_timeout, self._body_timed_out)
             extensions = cast("dict[str, Any]", self.scope).setdefault("extensions", {})
@@ -175,6 +213,7 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
             self._refuse(http.HTTPStatus.REQUEST_TIMEOUT, "body_timeout", "body not received in time")
 
         def _refuse(self, status: http.HTTPStatus, reason: str, detail: str) -> None:
+            waiting.pop(self, None)
             limits.refusals.count(reason)
             logger.debug("%s: %d %s: %s", self._who(), status.value, status.phrase, detail)
             self._disarm()
@@ -200,9 +239,36 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
     return GuardedHttpTools
 
 
-def raise_open_files_limit(max_connections: int) -> int | None:
-    """Lift the soft limit on open files to the hard one; warn when ``max_connections``
-    does not fit under it. The limit now, or None where there is none to read."""
+MIN_CONNECTIONS = 16
+"""``connection_cap`` never lowers ``max_connections`` below this."""
+
+
+def connection_cap(max_connections: int, reserved_files: int) -> int:
+    """``max_connections`` lowered, with a WARNING, to what this process may open (the soft
+    limit, lifted to the hard one first) less ``reserved_files``: at the kernel's limit
+    ``accept`` fails and a newcomer is reset, where under the cap the edge makes room or
+    answers 503."""
+    soft = raise_open_files_limit()
+    if soft is None:
+        return max_connections
+    room = max(MIN_CONNECTIONS, soft - reserved_files)
+    if max_connections <= room:
+        return max_connections
+    logger.warning(
+        "gateway.max_connections is %d but this process may open only %d files (ulimit -n), %d of them kept for "
+        "upstreams and files (gateway.reserved_files): serving at most %d connections at once; raise the limit "
+        "(ulimit -n, LimitNOFILE=, the container's nofile) to serve more",
+        max_connections,
+        soft,
+        reserved_files,
+        room,
+    )
+    return room
+
+
+def raise_open_files_limit() -> int | None:
+    """Lift the soft limit on open files to the hard one: the limit now, or None where there
+    is none to read (Windows) or no limit."""
     if sys.platform == "win32":
         return None
     import resource
@@ -217,11 +283,4 @@ def raise_open_files_limit(max_connections: int) -> int | None:
         else:
             logger.debug("open files: soft limit raised from %d to %d", soft, target)
             soft = target
-    if soft != resource.RLIM_INFINITY and max_connections >= soft:
-        logger.warning(
-            "gateway.max_connections is %d but this process may open only %d files (ulimit -n): "
-            "lower it, or raise the limit, so that refusing connections is the gateway's choice",
-            max_connections,
-            soft,
-        )
-    return soft
+    return None if soft == resource.RLIM_INFINITY else soft

@@ -29,7 +29,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UPSTREAM_STATES = tuple(state.value for state in State)
 """Every state an upstream can be in (a state left out here would read as all zeros)."""
 BREAKER_STATES = tuple(state.value for state in BreakerState)
-REFUSAL_REASONS = ("header_too_large", "header_timeout", "body_timeout", "too_many_connections")
+REFUSAL_REASONS = ("header_too_large", "header_timeout", "body_timeout", "made_room", "too_many_connections")
 """Why the HTTP edge closes a connection (``gateway.edge``)."""
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a fast upstream answers in a millisecond or two; slow tools take tens of seconds."""
@@ -125,7 +125,7 @@ class _ProxyCollector(Collector):
         refused = CounterMetricFamily(
             "patchbay_http_refused",
             "Connections closed at the HTTP edge, by reason (header_too_large, header_timeout, body_timeout, "
-            "too_many_connections).",
+            "made_room, too_many_connections).",
             labels=("reason",),
         )
         for reason in REFUSAL_REASONS:
