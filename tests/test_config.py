@@ -913,7 +913,7 @@ def test_os_environ_is_not_modified() -> None:
 
 def test_the_key_names_are_the_models_fields() -> None:
     assert set(keys.COMMON_ENTRY_KEYS) == set(SpecBase.model_fields)
-    assert set(keys.STDIO_ENTRY_KEYS) == set(StdioSpec.model_fields) - {"transport"}
+    assert set(keys.STDIO_ENTRY_KEYS) == set(StdioSpec.model_fields) - {"transport", "withheld"}
     assert set(keys.REMOTE_ENTRY_KEYS) == set(RemoteSpec.model_fields) - {"transport"}
     assert keys.IGNORED_ENTRY_KEYS is IGNORED_ENTRY_KEYS
 

@@ -54,7 +54,8 @@ Modules, by what they own:
   ``own_tools`` owns their definitions as JSON values), ``status`` (the one owner of the
   status: counts, what a caller may see of it, its resource and tool).
 - Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings,
-  profiles, loading, ``${VAR}``, problem wording, self-reference), ``naming`` (exposed names and resolution),
+  profiles, loading, ``${VAR}``, what the proxy holds for its own use and no upstream inherits,
+  problem wording, self-reference), ``naming`` (exposed names and resolution),
   ``catalog`` (the merged lists), ``overrides`` (an entry's overrides applied to what its server
   lists: the definitions the model sees, the arguments the upstream gets), ``arguments``
   (inputSchema checks), ``name_errors`` (what
@@ -78,8 +79,8 @@ Modules, by what they own:
   ``http``: streamable HTTP and SSE; ``http_lane`` on ``http1``: tool calls POSTed past the SDK's client),
   ``rawcalls`` (the upstream lane: requests as JSON values, "raw" meaning without
   pydantic), ``sdk`` (the one adapter over the SDK's private attributes, and the gateway's
-  session manager), ``spawn`` (processes started before the SDK import, their one owner, and
-  the watchdog that stops them if the proxy is killed), ``command_lookup`` (the program a
+  session manager), ``spawn`` (processes started before the SDK import, their one owner, their
+  environment, and the watchdog that stops them if the proxy is killed), ``command_lookup`` (the program a
   ``command`` names, on every OS: PATH, PATHEXT, beside our interpreter), ``oauth/`` (signing in to remote
   servers: ``store`` the tokens' file, ``provider`` the SDK's OAuth client made to serve,
   ``loopback`` the redirect listener, ``signin`` one sign-in, ``gate`` an upstream's

@@ -21,13 +21,12 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_patchbay.config.held import STATE_KEY_ENV  # withheld from every upstream, as the config's secrets are
 from mcp_patchbay.errors import result_values
 from mcp_patchbay.rounds import expired
 
 logger = logging.getLogger("mcp_patchbay.rounds")
 
-STATE_KEY_ENV = "PATCHBAY_STATE_KEY"
-"""The environment variable holding the stdio proxy's request-state key."""
 AUDIENCE = "mcp-patchbay"
 """The audience sealed into every ``requestState``: state minted by another service that
 shares the key is refused."""

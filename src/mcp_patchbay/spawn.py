@@ -31,6 +31,12 @@ never npx's node) and no ``preexec_fn`` (not fork-safe, and it forbids the fast
 a Job Object with ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: the system kills the tree when
 the proxy's handle closes, which it does when the proxy dies.
 
+An upstream's environment (``child_environment``) is the proxy's own plus its entry's ``env``,
+less what the proxy holds for its own use and the entry does not name (``config.held``: the
+gateway's tokens, client secrets, other servers' headers, ``$PATCHBAY_STATE_KEY``). ``early``
+computes that from the same JSON it reads, and ``settle`` keeps a process only if it withheld
+exactly what the validated entry withholds.
+
 A server started when needed (``"start": "lazy"``, or ``patchbay.start``; ``on_demand``) is
 never started early nor prespawned: not starting it is the point.
 
@@ -50,26 +56,47 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from mcp_patchbay.command_lookup import resolve_command
+from mcp_patchbay.config.held import OWN_NAMES, Held, asked, held
+from mcp_patchbay.config.held import withheld as withheld_names
 from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS, STDIO_ENTRY_KEYS
 
 logger = logging.getLogger("mcp_patchbay.spawn")
 
 
-def child_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The proxy's own environment plus the entry's ``env``: what users expect to reach their servers."""
-    return {**os.environ, **(extra or {})}
+def child_environment(extra: Mapping[str, str] | None, withheld: Collection[str], server: str = "") -> dict[str, str]:
+    """The proxy's own environment less ``withheld``, plus the entry's ``env``.
+
+    ``withheld``: what the proxy holds for its own use and the entry does not name (``config.held``:
+    the gateway's tokens, client secrets, ``$PATCHBAY_STATE_KEY`` ...); the rest is what users
+    expect to reach their servers. The names left out are logged at DEBUG, never their values.
+    """
+    extra = extra or {}
+    inherited = {name: value for name, value in os.environ.items() if name not in withheld or name in extra}
+    if server and len(inherited) < len(os.environ):
+        left_out = sorted(set(os.environ) - set(inherited))
+        logger.debug("not passed to '%s' (held for the proxy's own use): %s", server, ", ".join(left_out))
+    return {**inherited, **extra}
 
 
-def popen(command: str, args: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:
-    """Start one upstream in its own session (process group), pipes on all three streams."""
-    full_env = child_environment(env)
+def popen(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    *,
+    withheld: Collection[str] = OWN_NAMES,
+    server: str = "",
+) -> subprocess.Popen[bytes]:
+    """Start one upstream in its own session (process group), pipes on all three streams; its
+    environment is ``child_environment``'s (``withheld``: a stdio entry's ``withheld``)."""
+    full_env = child_environment(env, withheld, server)
     process = subprocess.Popen(
         [resolve_command(command, full_env), *args],
         stdin=subprocess.PIPE,
@@ -313,7 +340,7 @@ def _prespawn(entries: Iterable[SpawnEntry], started: dict[str, subprocess.Popen
         if name in started:
             continue
         try:
-            started[name] = popen(spec.command, spec.args, spec.env, spec.cwd)
+            started[name] = popen(spec.command, spec.args, spec.env, spec.cwd, withheld=spec.withheld, server=name)
         except (OSError, ValueError) as exc:
             logger.debug("could not prespawn '%s' (%s); it will be started the usual way", name, exc)
 
@@ -324,8 +351,8 @@ EARLY_MARK = "MCP_PATCHBAY_EARLY"
 EARLY_KEYS = (STDIO_ENTRY_KEYS - {"cwd"}) | {"type"} | IGNORED_ENTRY_KEYS
 """The entry keys ``early`` knows (a subset of what the config accepts); an entry with another is left alone."""
 
-Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
-"""What was launched: command, arguments, the entry's own environment (sorted)."""
+Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]
+"""What was launched: command, arguments, the entry's own environment, the names withheld (sorted)."""
 
 
 @dataclass
@@ -340,8 +367,9 @@ def _object(value: object) -> dict[str, object] | None:
     return cast("dict[str, object]", value) if isinstance(value, dict) else None
 
 
-def _plain_stdio(value: object, default_start: object = "eager") -> Launch | None:
-    """The launch of an entry that needs nothing but JSON to start, and starts now (not lazy), else None."""
+def _plain_stdio(value: object, holding: Held, default_start: object = "eager") -> Launch | None:
+    """The launch of an entry that needs nothing but JSON to start, and starts now (not lazy), else None;
+    ``holding``: what the proxy holds for its own use, withheld from it unless it names it."""
     entry = _object(value)
     if entry is None or not set(entry) <= EARLY_KEYS or entry.get("disabled", False) is not False:
         return None
@@ -356,7 +384,8 @@ def _plain_stdio(value: object, default_start: object = "eager") -> Launch | Non
     if not all(isinstance(t, str) and "${" not in t and "\x00" not in t for t in texts):
         return None
     arguments = tuple(cast("list[str]", args))
-    return command, arguments, tuple(sorted(cast("dict[str, str]", env).items()))
+    withheld = tuple(sorted(withheld_names(os.environ, holding, asked(entry))))
+    return command, arguments, tuple(sorted(cast("dict[str, str]", env).items())), withheld
 
 
 def early(path: str) -> dict[str, Early]:
@@ -367,11 +396,16 @@ def early(path: str) -> dict[str, Early]:
         data = _object(json.loads(Path(path).read_text(encoding="utf-8-sig")))
     except (OSError, ValueError):
         return {}  # the config check says what is wrong
+    data = data or {}
+    holding = held(data, os.environ)
+    if not holding.complete:  # what a ${secret:NAME} holds is known once the keyring is read
+        logger.debug("nothing started early: the config holds a keyring secret for the proxy's own use")
+        return {}
     entries: dict[str, object] = {}
     seen: set[str] = set()
-    default_start = (_object((data or {}).get("patchbay")) or {}).get("start", "eager")
+    default_start = (_object(data.get("patchbay")) or {}).get("start", "eager")
     for shape in ("mcpServers", "servers"):
-        servers = _object((data or {}).get(shape))
+        servers = _object(data.get(shape))
         for name, entry in (servers or {}).items():
             if name in seen:  # in both shapes: the config check decides
                 entries.pop(name, None)
@@ -380,18 +414,18 @@ def early(path: str) -> dict[str, Early]:
             seen.add(name)
     started: dict[str, Early] = {}
     with _WATCHDOG.batch():
-        _start_early(entries, started, default_start)
+        _start_early(entries, started, default_start, holding)
     return started
 
 
-def _start_early(entries: dict[str, object], started: dict[str, Early], default_start: object) -> None:
+def _start_early(entries: dict[str, object], started: dict[str, Early], default_start: object, holding: Held) -> None:
     for name, entry in entries.items():
-        launch = _plain_stdio(entry, default_start)
+        launch = _plain_stdio(entry, holding, default_start)
         if launch is None:
             continue
-        command, args, env = launch
+        command, args, env, withheld = launch
         try:
-            process = popen(command, args, {**dict(env), EARLY_MARK: "1"}, None)
+            process = popen(command, args, {**dict(env), EARLY_MARK: "1"}, None, withheld=withheld, server=name)
         except (OSError, ValueError) as exc:
             logger.debug("could not start '%s' early (%s); it will be started the usual way", name, exc)
             continue
@@ -406,7 +440,8 @@ def settle(started: dict[str, Early], entries: Iterable[SpawnEntry]) -> dict[str
         launched = started.get(entry.name)
         if launched is None or spec is None or spec.transport != "stdio" or spec.disabled:
             continue
-        if spec.cwd is None and (spec.command, tuple(spec.args), tuple(sorted(spec.env.items()))) == launched.launched:
+        launch = (spec.command, tuple(spec.args), tuple(sorted(spec.env.items())), tuple(sorted(spec.withheld)))
+        if spec.cwd is None and launch == launched.launched:
             kept[entry.name] = started.pop(entry.name).process
     stale = {name: item.process for name, item in started.items()}
     if stale:

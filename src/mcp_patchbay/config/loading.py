@@ -12,6 +12,7 @@ as it is. A mistake in the file as a whole is collected with the others and rais
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping
@@ -21,9 +22,10 @@ from pydantic import ValidationError
 
 from mcp_patchbay.config.entries import build_entry
 from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
+from mcp_patchbay.config.held import asked, held, withheld
 from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
 from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
-from mcp_patchbay.config.models import Config, ServerEntry
+from mcp_patchbay.config.models import Config, OAuthSettings, RemoteSpec, ServerEntry, StdioSpec
 from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
 from mcp_patchbay.config.profiles import apply_profile, parse_profiles, resolve_access_profiles
 from mcp_patchbay.config.settings import Settings
@@ -86,6 +88,7 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
     gateway = _gateway(data, env, fatal)
 
     entries: list[ServerEntry] = []
+    raws: dict[str, object] = {}
     first_shape: dict[str, str] = {}
     for shape in SHAPES:
         if shape not in data:
@@ -108,7 +111,9 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
                 continue
             first_shape[name] = shape
             entries.append(build_entry(shape, name, raw, path, env))
+            raws[name] = raw
 
+    entries = _withhold(data, env, gateway, entries, raws)
     profiles = parse_profiles(data, list(first_shape), fatal)
     gateway = resolve_access_profiles(gateway, profiles, fatal)
 
@@ -122,6 +127,34 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
         ignored_keys=tuple(ignored),
         profiles=profiles,
     )
+
+
+def _withhold(
+    data: JsonObject,
+    env: Mapping[str, str],
+    gateway: GatewaySettings | None,
+    entries: list[ServerEntry],
+    raws: Mapping[str, object],
+) -> list[ServerEntry]:
+    """Each stdio entry with its ``withheld``: the names of ``env`` the proxy holds for its own use
+    (``config.held``: the gateway's tokens, client secrets, remote servers' headers) that it does not name."""
+    secrets: set[str] = set()  # as expanded: a ${secret:NAME}'s value is known only now
+    if gateway is not None:
+        secrets.update(gateway.tokens.values())
+        secrets.update(gateway.request_state_keys)
+    for entry in entries:
+        if isinstance(entry.spec, RemoteSpec):
+            secrets.update(entry.spec.headers.values())
+            if isinstance(entry.spec.oauth, OAuthSettings) and entry.spec.oauth.client_secret is not None:
+                secrets.add(entry.spec.oauth.client_secret)
+    holding = held(data, env).with_values(secrets)
+    kept: list[ServerEntry] = []
+    for entry in entries:
+        spec = entry.spec
+        if isinstance(spec, StdioSpec):
+            spec = spec.model_copy(update={"withheld": withheld(env, holding, asked(raws[entry.name]))})
+        kept.append(entry if spec is entry.spec else dataclasses.replace(entry, spec=spec))
+    return kept
 
 
 def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem]) -> GatewaySettings | None:

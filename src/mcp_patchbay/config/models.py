@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcp_patchbay.config.held import OWN_NAMES
 from mcp_patchbay.config.overrides import PromptOptions, ToolOverride
 from mcp_patchbay.config.problems import quote
 
@@ -213,12 +214,16 @@ class StdioSpec(SpecBase, frozen=True):
     """Command line arguments."""
 
     env: dict[str, str] = Field(default_factory=dict[str, str])
-    """Variables set for the server on top of the proxy's own environment."""
+    """Variables set for the server on top of the proxy's own environment (less ``withheld``)."""
 
     cwd: str | None = None
     """Working directory (absolute once loaded); ``None``: the proxy's working directory."""
 
     transport: Literal["stdio"] = "stdio"
+
+    withheld: frozenset[str] = Field(default=OWN_NAMES, exclude=True)
+    """Names of the proxy's environment this server does not inherit (``config.held``): what the
+    proxy holds for its own use and the entry does not name. Set by loading, never in the file."""
 
     @field_validator("command")
     @classmethod

@@ -16,13 +16,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
+from mcp_patchbay.config.held import VARIABLE
 from mcp_patchbay.config.problems import ConfigProblem, key_path, quote
 
 __all__ = ["expand", "expand_entry", "expand_strings"]
 
-_VARIABLE = re.compile(
-    r"\$\{(?:secret:(?P<secret>[^}]*)|(?:env:)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?)\}"
-)
 _VSCODE_INPUT = re.compile(r"\$\{(?:input|command|config):[^}]*\}")
 _VSCODE_VARIABLES: Final = frozenset(
     {"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "userHome", "pathSeparator", "cwd", "file"}
@@ -62,7 +60,7 @@ def expand(text: str, environ: Mapping[str, str], key: str, problems: list[Confi
             return ""
         return value
 
-    return _VARIABLE.sub(replace, text)
+    return VARIABLE.sub(replace, text)
 
 
 def _secret(name: str, key: str, problems: list[ConfigProblem]) -> str:

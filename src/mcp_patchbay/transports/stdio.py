@@ -14,8 +14,9 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
   reader ended the connection and failed every call in flight);
 - a ``RawCalls`` table that sees every line first: tool calls skip the SDK's session
   (``rawcalls``), everything else goes to it as usual;
-- the child's environment is the proxy's own plus the entry's ``env``
-  (users expect the variables they gave the proxy to reach their servers).
+- the child's environment is the proxy's own plus the entry's ``env`` (users expect the
+  variables they gave the proxy to reach their servers), less what the proxy holds for its
+  own use and the entry does not name (the spec's ``withheld``: ``config.held``).
 
 POSIX runs the child in its own session (process group) so the whole tree is stopped;
 Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command lookup.
@@ -38,7 +39,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.command_lookup import resolve_command
 from mcp_patchbay.config import StdioSpec
+from mcp_patchbay.config.held import OWN_NAMES
 from mcp_patchbay.errors import Code, refusal_data, refused_answer
 from mcp_patchbay.jsonrpc import (
     UNTYPED_SCHEMAS,
@@ -127,6 +129,7 @@ async def stdio_transport(
     *,
     adopt: subprocess.Popen[bytes] | None = None,
     bounds: Bounds | None = None,
+    withheld: Collection[str] = OWN_NAMES,
 ) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch, RawCalls | None], None]:
     """Spawn ``command`` (or take over ``adopt``, started by ``spawn.prespawn``) and yield
     (read stream, write stream, process watch, raw calls; the last is None on Windows).
@@ -134,7 +137,8 @@ async def stdio_transport(
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
     The read stream ends as soon as the process's stdout closes, so every request
     pending on it (raw calls included) fails at once instead of waiting for a timeout.
-    ``bounds`` limit every line read (the settings' defaults when None).
+    ``bounds`` limit every line read (the settings' defaults when None); ``withheld``: names of
+    the proxy's environment the process does not inherit (``spawn.child_environment``).
     """
     bounds = bounds or Bounds()
     if adopt is not None:
@@ -143,7 +147,7 @@ async def stdio_transport(
         if cwd is not None and not await anyio.Path(cwd).is_dir():
             # Otherwise the OS says FileNotFoundError, which reads as a missing command.
             raise NotADirectoryError(f"working directory does not exist: {cwd}")
-        process = await _spawn(command, list(args), env, cwd)
+        process = await _spawn(server, command, list(args), env, cwd, withheld=withheld)
     raw = RawCalls(process.stdin.writer) if isinstance(process, _AdoptedProcess) else None
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)
@@ -289,16 +293,23 @@ def _garbage(line: bytes, watch: ProcessWatch, log: logging.Logger) -> None:
 
 
 async def _spawn(
-    command: str, args: list[str], env: Mapping[str, str] | None, cwd: str | None
+    server: str,
+    command: str,
+    args: list[str],
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    *,
+    withheld: Collection[str],
 ) -> _AdoptedProcess | Any:
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         from mcp.os.win32.utilities import create_windows_process
 
+        full_env = child_environment(env, withheld, server)
         # The one lookup on every OS (command_lookup: PATH, PATHEXT, then beside our interpreter).
-        resolved = resolve_command(command, child_environment(env))
-        return await create_windows_process(resolved, args, child_environment(env), sys.stderr, cwd)
+        resolved = resolve_command(command, full_env)
+        return await create_windows_process(resolved, args, full_env, sys.stderr, cwd)
     # The same event-loop pipes as a prespawned process: the raw lane writes to them directly.
-    return await _AdoptedProcess.take(popen(command, args, env, cwd))
+    return await _AdoptedProcess.take(popen(command, args, env, cwd, withheld=withheld, server=server))
 
 
 async def _stop(process: anyio.abc.Process | Any, watch: ProcessWatch) -> None:
@@ -428,6 +439,8 @@ class _AdoptedProcess:
 async def stdio_link(
     name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None, bounds: Bounds | None = None
 ) -> AsyncGenerator[Link, None]:
-    transport = stdio_transport(name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt, bounds=bounds)
+    transport = stdio_transport(
+        name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt, bounds=bounds, withheld=spec.withheld
+    )
     async with transport as (read, write, watch, raw):
         yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
