@@ -498,3 +498,49 @@ async def test_a_body_nested_past_max_json_depth_is_refused_by_its_id_and_the_se
                 assert error["id"] == 7 and error["error"]["code"] == -32600
                 assert "patchbay.max_json_depth" in error["error"]["message"]
             assert (await ping(http, ALICE, session_id)).status_code == 200
+
+
+# --- CORS for web hosts ------------------------------------------------------------------------------
+
+
+async def test_a_web_host_on_an_allowed_origin_gets_cors_and_others_get_none() -> None:
+    """Issue 33: a web page (an MCP Apps host) could reach the gateway only with the browser's
+    checks turned off. ``gateway.cors_origins`` is answered, preflight included, with the
+    session's headers exposed; no origin is by default."""
+    page = "http://apps.example:8000"
+    config = gateway_config({"tokens": {"alice": ALICE}, "cors_origins": [page]})
+    preflight = {
+        "origin": page,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type, mcp-session-id, mcp-protocol-version",
+    }
+    async with running(config, upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            allowed = await http.options("/mcp", headers=preflight)
+            assert allowed.status_code == 200
+            assert allowed.headers["access-control-allow-origin"] == page
+            assert "mcp-session-id" in allowed.headers["access-control-allow-headers"].lower()
+            opened = await http.post(
+                "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {ALICE}", "origin": page}
+            )
+            assert opened.status_code == 200
+            assert opened.headers["access-control-allow-origin"] == page
+            assert "mcp-session-id" in opened.headers["access-control-expose-headers"].lower()
+            elsewhere = await http.options("/mcp", headers={**preflight, "origin": "http://evil.example"})
+            assert "access-control-allow-origin" not in elsewhere.headers
+            refused = await http.post(
+                "/mcp",
+                json=INITIALIZE,
+                headers={**MCP_HEADERS, "authorization": f"Bearer {ALICE}", "origin": "http://evil.example"},
+            )
+            assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+    async with running(gateway_config({"tokens": {"alice": ALICE}}), upstreams()) as (_, base):
+        async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
+            assert "access-control-allow-origin" not in (await http.options("/mcp", headers=preflight)).headers
+
+
+def test_a_cors_origin_must_be_an_origin() -> None:
+    for wrong in ("*", "http://*.example.com", "https://app.example.com/path", "ftp://x"):
+        with pytest.raises(ConfigError) as refused:
+            gateway_config({"cors_origins": [wrong]})
+        assert "gateway.cors_origins" in str(refused.value), str(refused.value)

@@ -161,6 +161,13 @@ class GatewaySettings(BaseModel, frozen=True):
     allowed_origins: Names = ()
     """``Origin`` values accepted from browsers besides ``url``'s origin."""
 
+    cors_origins: Names = ()
+    """Origins of web pages (an MCP Apps host, a browser client) that may call the gateway
+    across origins: answered CORS, preflight included, with ``Mcp-Session-Id``,
+    ``Mcp-Protocol-Version``, ``WWW-Authenticate`` and ``Retry-After`` exposed; each is also
+    an accepted ``Origin``. Exact origins (``https://app.example.com``,
+    ``http://localhost:5173``); none by default, so a page elsewhere gets no answer it may read."""
+
     request_state_keys: Names = ()
     """Keys sealing 2026-07-28 ``requestState`` (the first seals, all open: rotation).
     Replicas must share them; absent, a key made at start (one replica only)."""
@@ -242,6 +249,25 @@ class GatewaySettings(BaseModel, frozen=True):
     sessions, bounds, progress, cancellation and requests mid-call (whatever it cannot serve
     takes the SDK's path). On because every behaviour is proved on both paths; ``false`` is
     the way around it should a client misbehave with it."""
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _check_cors_origins(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            parsed = urllib.parse.urlsplit(value)
+            if (
+                parsed.scheme not in ("http", "https")
+                or not parsed.hostname
+                or parsed.path not in ("", "/")
+                or parsed.query
+                or parsed.fragment
+                or "*" in value
+            ):
+                raise ValueError(
+                    f"expected an origin such as https://app.example.com or http://localhost:5173 (a scheme, a host "
+                    f"and a port at most, no wildcard), not {value!r}"
+                )
+        return tuple(v.rstrip("/") for v in values)
 
     @field_validator("url")
     @classmethod

@@ -75,6 +75,25 @@ METRICS_CONNECTIONS = 64
 """Connections the metrics listener takes at once (a scraper or two; a count of its own)."""
 
 
+CORS_EXPOSED = ("Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate", "Retry-After")
+"""Response headers a page on an allowed origin may read (a session's id, the version, a sign-in challenge)."""
+
+
+def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
+    """``/mcp`` answering CORS for ``gateway.cors_origins`` (preflights included). Request headers
+    are echoed back as allowed: a 2026-07-28 call names its own ``Mcp-Param-*`` headers."""
+    from starlette.middleware.cors import CORSMiddleware
+
+    return CORSMiddleware(
+        app,
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["*"],
+        expose_headers=list(CORS_EXPOSED),
+        max_age=600,
+    )
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -83,7 +102,7 @@ def security_settings(settings: GatewaySettings, host: str, port: int) -> Transp
     """Host and Origin checks against DNS rebinding: the bind address, the public ``url``,
     loopback names on a loopback bind, and what the config adds."""
     hosts: list[str] = list(settings.allowed_hosts)
-    origins: list[str] = list(settings.allowed_origins)
+    origins: list[str] = [*settings.allowed_origins, *settings.cors_origins]
     if is_loopback(host):
         hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
         origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
@@ -183,8 +202,12 @@ class Gateway:
 
     def _build_app(self) -> Starlette:
         mcp = _Asgi(self._mcp)
+        endpoint: ASGIApp = self.auth.protect(mcp) if self.auth else mcp
+        methods = ["GET", "POST", "DELETE"]
+        if self.settings.cors_origins:  # outside the sign-in check: a preflight carries no token
+            endpoint, methods = cors(endpoint, self.settings.cors_origins), [*methods, "OPTIONS"]
         routes = [
-            Route(MCP_PATH, endpoint=self.auth.protect(mcp) if self.auth else mcp, methods=["GET", "POST", "DELETE"]),
+            Route(MCP_PATH, endpoint=endpoint, methods=methods),
             Route("/healthz", endpoint=self._healthz, methods=["GET"]),
             Route("/readyz", endpoint=self._readyz, methods=["GET"]),
         ]
