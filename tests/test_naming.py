@@ -278,11 +278,30 @@ def test_normalization_collisions_are_ambiguous(called: str) -> None:
 
 
 def test_rules_naming_different_tools_together_are_ambiguous() -> None:
-    # "echo" is everything's tool by bare name and the only tool of server "echo".
+    # "Echo" is everything's tool by its normalized name and the only tool of server "echo".
     resolver = make_resolver([*PAIRS, ("echo", "ping")])
-    resolution = resolver.resolve("echo")
+    resolution = resolver.resolve("Echo")
     assert resolution.kind == "ambiguous"
     assert resolution.candidates == ("echo__ping", "everything__echo")
+    exact = resolver.resolve("echo")  # everything's own name, exactly: that one
+    assert exact.entry is not None and exact.entry.exposed == "everything__echo"
+
+
+def test_an_exact_upstream_name_wins_over_a_separator_typo_reading() -> None:
+    # Issue 33: "alpha_refresh" on server alpha was refused as ambiguous between alpha__alpha_refresh
+    # (its own name) and alpha__refresh ("alpha_" read as a mistyped separator).
+    resolver = make_resolver([("alpha", "alpha_refresh"), ("alpha", "refresh"), ("beta", "refresh")])
+    resolution = resolver.resolve("alpha_refresh")
+    assert resolution.kind == "resolved", resolution
+    assert resolution.entry is not None and resolution.entry.exposed == "alpha__alpha_refresh"
+    assert resolution.rule == "bare-name"
+
+
+def test_an_exact_upstream_name_of_two_tools_or_a_hidden_one_stays_ambiguous() -> None:
+    shared = make_resolver([("alpha", "alpha_refresh"), ("beta", "alpha_refresh"), ("alpha", "refresh")])
+    assert shared.resolve("alpha_refresh").kind == "ambiguous"
+    turned_off = make_resolver([("alpha", "alpha_refresh"), ("alpha", "refresh")], hidden=[("alpha", "alpha_refresh")])
+    assert turned_off.resolve("alpha_refresh").entry is None  # never alpha__refresh in its place
 
 
 def test_a_stripped_prefix_never_falls_back_to_a_bare_name() -> None:
@@ -556,6 +575,8 @@ def rule_names(entries: list[NameEntry], called: str, separator: str = "__") -> 
         first = normalize(called[: positions[0][0]])
         owners = {e.server for e in entries if first and first in server_keys(e.server)}
     exact_bare = [e for e in entries if e.item == called]
+    if len(exact_bare) == 1:  # one tool's own name wins over every other reading
+        return {exact_bare[0].exposed}
     for e in entries:
         if key and key in keys(e):
             named.add(e.exposed)

@@ -34,7 +34,10 @@ Resolving a called name (``Resolver.resolve``)
        of the called name names a server, only that server's tools match, so
        ``jira__delete_issue`` never runs another server's ``delete_issue``.
     3. bare-name: the called name is an upstream item name of one server (exactly; then,
-       only when the name has no separator, by ``norm``).
+       only when the name has no separator, by ``norm``). An exact upstream name that one
+       tool has (and no tool turned off) resolves to it before the other rules are tried:
+       the name is the upstream's own (an MCP App calls its server's tools so), and reading
+       a separator into it (``alpha_refresh`` as server ``alpha``'s ``refresh``) is a guess.
     4. server-only: the called name names a server that exposes exactly one tool.
     5. unshortened: the called name is the full raw or sanitized ``server<sep>item`` of an
        item whose exposed name differs from it (shortened, sanitized or hash-suffixed).
@@ -361,6 +364,12 @@ class Resolver:
             return Resolution("exact", called, entry=entry)
         if len(called) > MAX_CALLED_LENGTH:
             return Resolution("unknown", called, candidates=self.suggest(called[:MAX_CALLED_LENGTH]))
+        own = self._bare_exact.get(called)
+        if len(own) == 1:
+            (number,) = own
+            owner = self._targets[number].entry
+            if owner is not None:  # one tool's own name, and not a turned-off one's
+                return Resolution("resolved", called, entry=owner, rule="bare-name")
 
         matches = self._match(called)
         visible = sorted({t for t in matches if self._targets[t].entry is not None})
