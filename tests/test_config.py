@@ -524,7 +524,7 @@ def test_load_config_accepts_bom(tmp_path: Path) -> None:
     ("setup", "message"),
     [
         ("missing", "file not found"),
-        ("directory", "cannot read the file"),
+        ("directory", "not a regular file (a directory)"),
         ("latin1", "not UTF-8 text"),
     ],
 )

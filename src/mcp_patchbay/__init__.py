@@ -29,12 +29,14 @@ Modules, by what they own:
   ``login``/``logout`` are ``oauth.commands``),
   ``early_handshake`` (``initialize``, and search mode's first lists, answered before the SDK
   is loaded), ``places`` (the proxy's own files on each OS: the default config, the data
-  folder), ``start_memory`` (the most tools a config's last start found, for an early listing in
-  ``auto`` mode), ``diagnosis`` (a server's state in a person's words: ``check``, ``tools``,
-  ``call``, ``login``), ``gateway/`` (``serve --http``: the ASGI app and its life, ``edge`` the
-  listener's limits, ``fastpath``/``fast_answer`` a tool call answered past the SDK's server,
-  sign-in, ``identity`` who is calling, access rules, metrics, resumable SSE
-  events), ``server`` (``Proxy``: the SDK's server wired to the modules below),
+  folder), ``bounded_read`` (every file read by path, whole: regular files only, within a
+  limit; the config's is ``$PATCHBAY_MAX_CONFIG_BYTES``), ``start_memory`` (the most tools a
+  config's last start found, for an early listing in ``auto`` mode), ``diagnosis`` (a
+  server's state in a person's words: ``check``, ``tools``, ``call``, ``login``), ``gateway/``
+  (``serve --http``: the ASGI app and its life, ``edge`` the listener's limits,
+  ``fastpath``/``fast_answer`` a tool call answered past the SDK's server, sign-in,
+  ``identity`` who is calling, access rules, metrics, resumable SSE events), ``server``
+  (``Proxy``: the SDK's server wired to the modules below),
   ``supervisor`` (all upstreams: start, startup wait, catalog rebuilds, reload), ``watch``
   (config file changes, SIGHUP).
 - The client's side: ``client_wire`` (our stdin/stdout as JSON-RPC lines, bounded before
@@ -99,7 +101,8 @@ process's exit), ``listing``, ``transports/``, ``rawcalls``, ``sdk``, ``spawn``,
 ``start_memory`` and ``listing_cache`` (their files), ``oauth/`` (the browser, the
 loopback listener, the tokens' files), ``trust/`` (``store``, ``locking`` and ``guard``: the pins
 file) and ``clients/`` (``reading``, ``files``, ``records``,
-``running``: other clients' files and processes); ``config.loading`` reads the one file.
+``running``: other clients' files and processes); ``config.loading`` reads the one file. Every
+file read whole by path goes through ``bounded_read``.
 
 Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with
 two ambient values left: ``rounds.CURRENT`` (the suspended call a question belongs to, set

@@ -51,10 +51,10 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 from mcp_patchbay import __version__
+from mcp_patchbay.bounded_read import read_config
 
 __all__ = ["HANDSHAKE_VERSIONS", "MAX_EARLY_LINE", "EarlyHandshake", "Handover", "initialize_answer"]
 
@@ -280,7 +280,7 @@ class EarlyHandshake:
 def _search_listing(config_path: str) -> list[dict[str, Any]] | None:
     """Search mode's listing from the config file, read with ``json`` alone; None when unsure."""
     try:
-        document = json.loads(Path(config_path).read_text(encoding="utf-8-sig"))
+        document = json.loads(read_config(config_path))  # bounded: never waits on a FIFO nor reads /dev/zero
         from mcp_patchbay.own_tools import early_search_listing
         from mcp_patchbay.start_memory import recall
 

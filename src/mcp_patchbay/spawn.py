@@ -59,9 +59,9 @@ import threading
 from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, cast
 
+from mcp_patchbay.bounded_read import read_config
 from mcp_patchbay.command_lookup import resolve_command
 from mcp_patchbay.config.held import OWN_NAMES, Held, asked, held
 from mcp_patchbay.config.held import withheld as withheld_names
@@ -393,7 +393,7 @@ def early(path: str) -> dict[str, Early]:
     if sys.platform == "win32" or os.environ.get(EARLY_MARK):
         return {}
     try:
-        data = _object(json.loads(Path(path).read_text(encoding="utf-8-sig")))
+        data = _object(json.loads(read_config(path)))  # bounded: never waits on a FIFO nor reads /dev/zero
     except (OSError, ValueError):
         return {}  # the config check says what is wrong
     data = data or {}

@@ -79,6 +79,7 @@ _REFERENCE = re.compile(r"\$\{secret:([^}]*)\}")
 
 def _list(path: str | None, out: TextIO, err: TextIO) -> int:
     """``secret list``: each ``${secret:NAME}`` of the config's text, set or missing."""
+    from mcp_patchbay.bounded_read import FileRefused, read_config
     from mcp_patchbay.cli.options import default_config_if_any
     from mcp_patchbay.config import secretstore
 
@@ -86,9 +87,14 @@ def _list(path: str | None, out: TextIO, err: TextIO) -> int:
     if not path:
         raise UsageError("which config? Pass it (mcp-patchbay secret list CONFIG) or set PATCHBAY_CONFIG")
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8-sig")
+        text = read_config(Path(path).expanduser())
+    except FileRefused as exc:
+        hint = "; give the path of a JSON config file" if exc.kind is not None else ""
+        raise UsageError(f"{path}: {exc}{hint}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not UTF-8, or the limit's variable
+        raise UsageError(f"cannot read {path}: {exc}") from None
     names = [n for n in dict.fromkeys(_REFERENCE.findall(text)) if secretstore.name_problem(n) is None]
     if not names:
         print(f"{path} names no secret.", file=out)

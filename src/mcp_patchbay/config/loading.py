@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mcp_patchbay.bounded_read import FileRefused, read_config
 from mcp_patchbay.config.entries import build_entry
 from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
 from mcp_patchbay.config.held import asked, held, withheld
@@ -181,18 +182,24 @@ def _gateway(data: JsonObject, env: Mapping[str, str], fatal: list[ConfigProblem
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None, profile: str | None = None) -> Config:
-    """Read and parse the config file at ``path``; a client's own top-level keys (Claude Desktop's
+    """Read and parse the config file at ``path`` (a regular file within ``$PATCHBAY_MAX_CONFIG_BYTES``:
+    ``bounded_read``); a client's own top-level keys (Claude Desktop's
     ``globalShortcut``, ``preferences``) are ignored with an INFO line. ``profile``: narrow it to
     that profile (``profiles.apply_profile``). Raises ConfigError."""
     path = Path(path).absolute()
     try:
-        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
+        text = read_config(path, environ)  # bounded: /dev/zero, a FIFO or a huge file is refused at once
     except FileNotFoundError:
         raise ConfigError(path, "", "file not found") from None
+    except FileRefused as exc:
+        hint = "; give the path of a JSON config file" if exc.kind is not None else ""
+        raise ConfigError(path, "", exc.why + hint) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(path, "", f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     except OSError as exc:
         raise ConfigError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
+    except ValueError as exc:  # the limit's variable
+        raise ConfigError(path, "", str(exc)) from None
     config = parse_config(text, path, environ)
     if config.ignored_keys:
         logger.info(
