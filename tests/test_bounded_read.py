@@ -8,8 +8,10 @@ here is bounded in time: a reader that reads, or waits, fails it instead of hang
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -143,3 +145,40 @@ def test_the_starts_before_the_config_check_decline_such_a_path(
     for path in (fifo, Path("/dev/zero"), tmp_path, sparse(tmp_path / "big.json", 10 * MiB)):
         assert early(str(path)) == {}
         assert _search_listing(str(path)) is None
+
+
+def test_every_reader_of_a_named_file_refuses_a_fifo_without_waiting(
+    fifo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_patchbay import start_memory
+    from mcp_patchbay.cli import calling, secret
+    from mcp_patchbay.cli.options import UsageError
+    from mcp_patchbay.clients import reading
+    from mcp_patchbay.clients.files import read_bytes as client_file
+    from mcp_patchbay.clients.records import load_records
+    from mcp_patchbay.listing_cache import ListingCache
+    from mcp_patchbay.oauth.store import TokenStore
+    from mcp_patchbay.trust.store import PinStore, PinsUnreadable
+
+    named = "not a regular file (a FIFO (named pipe))"
+    # The proxy's own data files: no cache, no sign-in, no memory; the pins file is reported.
+    cache = ListingCache(fifo)
+    cache.load()
+    assert cache._records == {}  # pyright: ignore[reportPrivateUsage]
+    assert TokenStore("https://example.com/mcp", fifo).tokens() is None
+    monkeypatch.setattr(start_memory, "_file", lambda: fifo)
+    assert start_memory.recall(fifo) is None
+    with pytest.raises(PinsUnreadable, match=re.escape(named)):
+        PinStore(fifo).load()
+    with pytest.raises(ValueError, match=re.escape(named)):
+        load_records(fifo)
+    # Other clients' files (import, install) and the files a person names.
+    with pytest.raises(FileRefused):
+        client_file(fifo)
+    survey = reading.Survey()
+    assert reading._read(fifo, survey) is None  # pyright: ignore[reportPrivateUsage]
+    assert [u.problem for u in survey.unreadable] == [named]
+    with pytest.raises(UsageError, match=re.escape(f"--args @{fifo}: cannot read the file: {named}")):
+        calling._read(str(fifo), "--args @")  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(UsageError, match=re.escape(f"{fifo}: {named}; give the path of a JSON config file")):
+        secret.main(["list", str(fifo)], io.StringIO(), io.StringIO(), io.StringIO())

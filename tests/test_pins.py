@@ -328,7 +328,7 @@ def test_a_corrupt_file_is_reported_and_never_emptied(tmp_path: Path) -> None:
 def test_a_file_over_the_bound_is_refused_and_writes_stay_under_it(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
     path.write_text(json.dumps({"servers": {}, "pad": "x" * 5000}))
-    with pytest.raises(PinsUnreadable, match="larger than"):
+    with pytest.raises(PinsUnreadable, match="over the 4 KiB limit for the pins file"):
         PinStore(path, max_bytes=4096).load()
     path.unlink()
     store = PinStore(path, max_bytes=6000)

@@ -31,6 +31,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from mcp_patchbay import places
+from mcp_patchbay.bounded_read import read_bytes
 from mcp_patchbay.config import RemoteSpec, StdioSpec
 from mcp_patchbay.config.models import SpecBase
 from mcp_patchbay.listing import Listing
@@ -130,10 +131,7 @@ class ListingCache:
         self._records = {}
         path = self.path
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                logger.warning("listing cache %s is over %d bytes: not read", path, MAX_FILE_BYTES)
-                return
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = json.loads(read_bytes(path, MAX_FILE_BYTES, "the saved listings"))
         except FileNotFoundError:
             return
         except (OSError, ValueError) as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from mcp_patchbay import places
+from mcp_patchbay.bounded_read import DATA_FILE_BYTES, read_bytes
 
 __all__ = ["MAX_ENTRIES", "recall", "remember"]
 
@@ -33,7 +34,7 @@ def _file() -> Path:
 
 def _read() -> dict[str, Any]:
     try:
-        value = json.loads(_file().read_text(encoding="utf-8"))
+        value = json.loads(read_bytes(_file(), DATA_FILE_BYTES, "the start memory"))
     except (OSError, ValueError):
         return {}
     return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

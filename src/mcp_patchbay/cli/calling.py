@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from mcp_patchbay.bounded_read import ARGUMENTS_FILE_BYTES, read_text
 from mcp_patchbay.cli.logs import StatusLine
 from mcp_patchbay.cli.options import UsageError
 from mcp_patchbay.cli.tools import (
@@ -156,7 +157,7 @@ def _read(path: str, what: str) -> str:
     if not path:
         raise UsageError(f"{what} needs a file's path after the @ (text that starts with @: use --args)")
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
+        return read_text(Path(path).expanduser(), ARGUMENTS_FILE_BYTES, "an arguments file")
     except FileNotFoundError:
         raise UsageError(f"{what}{path}: no such file (text that starts with @: use --args)") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -126,9 +126,14 @@ def _load(path: Path) -> Config:
 
 def _absorbed(config: Config) -> dict[str, dict[str, Any]]:
     """The patchbay config's entries as written (``--replace`` compares the client's with these)."""
+    from mcp_patchbay.bounded_read import read_config
     from mcp_patchbay.clients.formats import parse
 
-    data = parse(config.path.read_text(encoding="utf-8-sig"), "json")
+    try:
+        text = read_config(config.path)
+    except (OSError, ValueError) as exc:  # it was read a moment ago: changed since
+        raise _Refused(f"cannot read {config.path}: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+    data = parse(text, "json")
     found: dict[str, dict[str, Any]] = {}
     for shape in ("servers", "mcpServers"):  # as the config reads them: mcpServers wins a name
         entries = data.get(shape)
@@ -149,10 +154,20 @@ def _read_text(path: Path) -> str | None:
         raise _Refused(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _backup_bytes(backup: str) -> bytes | None:
+    """A backup's bytes (the records name it: bounded as a client's file is), None when it is gone."""
+    from mcp_patchbay.clients.files import read_bytes
+
+    try:
+        return read_bytes(Path(backup))
+    except OSError as exc:
+        raise _Refused(f"cannot read the backup {backup}: {exc.strerror or exc}") from None
+
+
 def _write_checked(place: Place, text: str, name: str, entry: dict[str, Any] | None) -> str | None:
     """Back up ``place``'s file (when there is one), write ``text`` atomically, read it back and check
     it; the backup's path. A check that fails puts the old file back."""
-    from mcp_patchbay.clients.files import backup, write_atomic
+    from mcp_patchbay.clients.files import backup, read_bytes, write_atomic
     from mcp_patchbay.clients.formats import FormatError, parse
     from mcp_patchbay.clients.installing import holds
 
@@ -160,7 +175,7 @@ def _write_checked(place: Place, text: str, name: str, entry: dict[str, Any] | N
     try:
         kept = backup(path) if path.exists() else None
         write_atomic(path, text.encode("utf-8"))
-        written = path.read_text(encoding="utf-8")
+        written = (read_bytes(path) or b"").decode("utf-8", "replace")
     except OSError as exc:
         raise _Refused(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
@@ -170,7 +185,7 @@ def _write_checked(place: Place, text: str, name: str, entry: dict[str, Any] | N
         good = False
     if not good:
         if kept is not None:
-            write_atomic(path, Path(kept).read_bytes())
+            write_atomic(path, read_bytes(Path(kept)) or b"")
         else:
             path.unlink(missing_ok=True)
         raise _Refused(f"{path} did not read back as written; the file is as it was before")
@@ -235,7 +250,7 @@ def install(args: argparse.Namespace, env: Environment, launch: Launch, out: Tex
         )
         return EXIT_NOTHING
     kept = _write_checked(place, plan.text, name, entry)
-    after = digest(path.read_bytes())
+    after = digest(plan.text.encode("utf-8"))  # what _write_checked wrote and read back
     when = datetime.datetime.now().isoformat(timespec="seconds")
     records.append(Record(client.id, str(path), name, kept, after, when, plan.removed, place.format, list(place.keys)))
     save_records(_records_path(), records)
@@ -283,13 +298,16 @@ def uninstall(args: argparse.Namespace, env: Environment, out: TextIO) -> int:
     for record in reversed(mine):  # newest first: each restore gives the file the previous record saw
         path = Path(record.file)
         records.remove(record)
-        current = read_bytes(path)
+        try:
+            current = read_bytes(path)
+        except OSError as exc:  # a directory, a device, a FIFO or too large: not the file install wrote
+            raise _Refused(f"cannot read {path}: {exc.strerror or exc}") from None
         if current is None:
             print(f"{path} is gone; nothing to undo there.", file=out)
             continue
         if digest(current) == record.sha256:
-            if record.backup is not None and Path(record.backup).is_file():
-                write_atomic(path, Path(record.backup).read_bytes())
+            if record.backup is not None and (saved := _backup_bytes(record.backup)) is not None:
+                write_atomic(path, saved)
                 Path(record.backup).unlink()
                 print(f"Restored {path} as it was before install (byte for byte, from {record.backup}).", file=out)
             elif record.backup is None:

@@ -17,6 +17,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from mcp_patchbay import bounded_read
+
 __all__ = ["BACKUP_MARK", "backup", "digest", "read_bytes", "write_atomic"]
 
 BACKUP_MARK = ".patchbay-backup-"
@@ -25,9 +27,10 @@ NEW_FILE_MODE = 0o600
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None when there is no such file (other errors raise ``OSError``)."""
+    """The client's file's bytes (a regular file within ``CLIENT_FILE_BYTES``), or None when there
+    is no such file; other errors raise ``OSError`` (``bounded_read.FileRefused`` among them)."""
     try:
-        return path.read_bytes()
+        return bounded_read.read_bytes(path, bounded_read.CLIENT_FILE_BYTES, "a client's config file")
     except FileNotFoundError:
         return None
 

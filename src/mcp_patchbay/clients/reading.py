@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
+from mcp_patchbay.bounded_read import CLIENT_FILE_BYTES, FileRefused, read_text
 from mcp_patchbay.clients.entries import Normalized, normalize
 from mcp_patchbay.clients.formats import FormatError, objects_at, parse
 from mcp_patchbay.clients.locations import Environment, Place, places_of
@@ -115,10 +116,12 @@ def survey(env: Environment, clients: Iterable[str]) -> Survey:
 
 def _read(file: PurePath, result: Survey) -> str | None:
     try:
-        return Path(file).read_text(encoding="utf-8-sig")
+        return read_text(Path(file), CLIENT_FILE_BYTES, "a client's config file", encoding="utf-8-sig")
     except FileNotFoundError:
         return None
-    except (NotADirectoryError, IsADirectoryError):
+    except FileRefused as exc:  # a directory, a device, a FIFO; or too large
+        result.unreadable.append(Unreadable(file, exc.why))
+    except NotADirectoryError:
         result.unreadable.append(Unreadable(file, "not a file"))
     except UnicodeDecodeError as exc:
         result.unreadable.append(Unreadable(file, f"not UTF-8 text (invalid byte at offset {exc.start})"))

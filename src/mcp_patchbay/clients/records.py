@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal, cast
 
+from mcp_patchbay.bounded_read import DATA_FILE_BYTES, FileRefused, read_text
 from mcp_patchbay.clients.files import write_atomic
 from mcp_patchbay.clients.locations import Place
 
@@ -47,9 +48,11 @@ class Record:
 def load_records(path: Path) -> list[Record]:
     """The records in ``path`` (none when it does not exist); a damaged file raises ``ValueError``."""
     try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
+        data: object = json.loads(read_text(path, DATA_FILE_BYTES, "the install records"))
     except FileNotFoundError:
         return []
+    except FileRefused as exc:
+        raise ValueError(f"{path}: {exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not the JSON install wrote ({exc})") from None
     items = cast("dict[str, Any]", data).get("installs") if isinstance(data, dict) else None

@@ -22,6 +22,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 from pydantic import ValidationError
 
 from mcp_patchbay import places
+from mcp_patchbay.bounded_read import DATA_FILE_BYTES, read_bytes
 
 logger = logging.getLogger("mcp_patchbay.oauth")
 
@@ -157,14 +158,14 @@ class TokenStore:
 
     def _read(self) -> dict[str, Any]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = read_bytes(self.path, DATA_FILE_BYTES, "a sign-in file")
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            logger.warning("cannot read the sign-in file of %s: %s", self.server_url, exc.strerror)
+            logger.warning("cannot read the sign-in file of %s: %s", self.server_url, exc.strerror or exc)
             return {}
         try:
-            data = json.loads(text)
+            data = json.loads(raw)
         except ValueError:
             logger.warning("ignoring the unreadable sign-in file of %s (not JSON)", self.server_url)
             return {}

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from mcp_patchbay import places
+from mcp_patchbay.bounded_read import FileRefused, read_bytes
 from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
 from mcp_patchbay.trust.locking import locked
 
@@ -188,15 +189,14 @@ class PinStore:
     def _read(self) -> dict[str, ServerPins]:
         version = self._stat()
         try:
-            with self.path.open("rb") as file:
-                raw = file.read(self.max_bytes + 1)
+            raw = read_bytes(self.path, self.max_bytes, "the pins file")
         except FileNotFoundError:
             self._version = None
             return {}
+        except FileRefused as exc:  # a directory, a device, a FIFO; or larger than max_bytes
+            raise PinsUnreadable(self.path, exc.why) from None
         except OSError as exc:
             raise PinsUnreadable(self.path, exc.strerror or type(exc).__name__) from None
-        if len(raw) > self.max_bytes:
-            raise PinsUnreadable(self.path, f"larger than {self.max_bytes:,} bytes")
         try:
             data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or not isinstance(cast("dict[str, Any]", data).get("servers"), dict):
