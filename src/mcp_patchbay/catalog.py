@@ -76,6 +76,8 @@ class Source:
     """Why the server cannot serve (disabled, config error, failed); None when it can or may soon."""
     spec: StdioSpec | RemoteSpec | None = None
     """The server's entry as configured (its overrides); None when it has none (tests, a broken entry)."""
+    icons: Sequence[types.Icon] | None = None
+    """The server's own icons (its ``initialize``): listed as a tool's where the tool has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,7 @@ def build_catalog(
     catalog = Catalog(separator=separator)
 
     tool_filters = {source.server: source.tool_filter for source in sources}
+    icons = {source.server: list(source.icons) for source in sources if source.icons}
     visible: list[tuple[str, types.Tool, types.Tool]] = []  # (server, upstream's, as the model sees it)
     hidden: list[tuple[str, str]] = []
     unavailable: dict[str, str] = {}
@@ -211,7 +214,10 @@ def build_catalog(
         to_upstream = None if change is None else change.to_upstream
         target = CatalogTool(exposed, server, tool.name, shown, checker, retry_safe, listed, to_upstream)
         catalog.by_exposed[exposed] = target
-        catalog.tools.append(shown if exposed == shown.name else shown.model_copy(update={"name": exposed}))
+        listed_as: dict[str, Any] = {} if exposed == shown.name else {"name": exposed}
+        if shown.icons is None and server in icons:
+            listed_as["icons"] = icons[server]
+        catalog.tools.append(shown.model_copy(update=listed_as) if listed_as else shown)
         entries.append(target.name_entry())
     checkers.clear()
     checkers.update(live_checkers)

@@ -209,9 +209,18 @@ def _shown(error: _Error, viewer: Viewer | None) -> dict[str, Any] | None:
 def upstream_health(upstream: Upstream) -> dict[str, Any]:
     """One server's health: its state (``not_started``: lazy, not needed yet; ``stopped_idle``:
     stopped after ``idle_stop``), whether it runs now, when it starts (``eager``/``lazy``), its
-    tools, restarts, breaker and calls in flight."""
+    tools, restarts, breaker and calls in flight; and what it said of itself at ``initialize``
+    (``title``, ``version``, ``website_url``, ``icons``, the ``extensions`` it declared), once known."""
     first = upstream.first_ready_after
+    info, capabilities = upstream.server_info, upstream.capabilities
     return {
+        "title": info.title if info is not None else None,
+        "version": info.version if info is not None else None,
+        "website_url": info.website_url if info is not None else None,
+        "icons": [icon.model_dump(by_alias=True, mode="json", exclude_none=True) for icon in info.icons]
+        if info is not None and info.icons
+        else None,
+        "extensions": dict(capabilities.extensions) if capabilities is not None and capabilities.extensions else None,
         "state": upstream.state.value,
         "running": upstream.running,
         "start": "lazy" if upstream.demand.lazy else "eager",

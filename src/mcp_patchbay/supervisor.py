@@ -251,6 +251,7 @@ class Supervisor:
                     tool_filter=tool_filter,
                     unavailable=unavailable,
                     spec=spec,
+                    icons=upstream.server_info.icons if upstream.server_info is not None else None,
                 )
             )
         settings = self.config.settings
