@@ -182,3 +182,19 @@ def test_every_reader_of_a_named_file_refuses_a_fifo_without_waiting(
         calling._read(str(fifo), "--args @")  # pyright: ignore[reportPrivateUsage]
     with pytest.raises(UsageError, match=re.escape(f"{fifo}: {named}; give the path of a JSON config file")):
         secret.main(["list", str(fifo)], io.StringIO(), io.StringIO(), io.StringIO())
+
+
+def test_a_backup_of_what_is_not_a_regular_file_is_refused_not_copied_for_ever(tmp_path: Path, fifo: Path) -> None:
+    from mcp_patchbay.cli import importing
+    from mcp_patchbay.clients.files import backup
+
+    for path in (Path("/dev/zero"), fifo):
+        with pytest.raises(FileRefused):
+            backup(path)
+    from mcp_patchbay.clients.locations import Environment
+
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}}))
+    env = Environment("linux", {"HOME": str(tmp_path / "home")}, tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert importing.main(["--from", "claude-code", "-o", "/dev/zero", "--force"], env, out, err) == cli.EXIT_CONFIG
+    assert "cannot write /dev/zero: not a regular file (a character device)" in err.getvalue()

@@ -343,9 +343,9 @@ def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: Tex
         out.write(text)
         return EXIT_DONE
     kept: Path | None = None
-    if target.exists():
-        kept = backup(target)
     try:
+        if target.exists():
+            kept = backup(target)  # refused at once when it is no regular file (/dev/zero) or too large
         write_atomic(target, text.encode("utf-8"))
         config = load_config(target)
     except OSError as exc:

@@ -40,14 +40,19 @@ def digest(data: bytes) -> str:
 
 
 def backup(path: Path, now: datetime.datetime | None = None) -> Path:
-    """Copy ``path`` beside itself under a timestamped name (never over another backup)."""
+    """Copy ``path`` beside itself under a timestamped name (never over another backup), with its
+    permissions and times. Read as ``read_bytes`` reads: ``-o /dev/zero --force`` is refused, not copied
+    for ever."""
+    data = bounded_read.read_bytes(path, bounded_read.CLIENT_FILE_BYTES, "a client's config file")
     stamp = (now or datetime.datetime.now()).strftime("%Y%m%dT%H%M%S")
     target = path.with_name(f"{path.name}{BACKUP_MARK}{stamp}")
     n = 1
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}{BACKUP_MARK}{stamp}-{n}")
-    shutil.copy2(path, target)
+    with os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE), "wb") as file:
+        file.write(data)
+    shutil.copystat(path, target)  # the original's mode: the backup is never readable by more
     return target
 
 
