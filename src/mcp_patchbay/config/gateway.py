@@ -15,7 +15,8 @@ Read only when the proxy serves over HTTP (stdio ignores it)::
       "request_state_keys": ["${PATCHBAY_STATE_KEY}"]
     }
 
-``${VAR}`` is expanded in every string of the object, so secrets stay in the environment.
+``${VAR}`` is expanded in every string of the object, so secrets stay in the environment; those
+variables are withheld from stdio upstreams (``config.held``) unless an entry names one.
 """
 
 from __future__ import annotations
