@@ -63,7 +63,8 @@ Modules, by what they own:
   (inputSchema checks), ``name_errors`` (what
   the model is told of a name it got wrong), ``client_limits`` (what clients make of an
   exposed name, and its limit), ``availability`` (an upstream's state and what it says while
-  it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``results``
+  it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``apps`` (MCP
+  Apps: a tool's user interface and who calls the tool, ``ui://`` URIs exposed per server), ``results``
   (the size limit), ``errors`` (the error tree, the one code table), ``foreign_errors`` (the one
   translation of foreign exceptions into that tree), ``deadlines`` (a call's deadline: bound, extended, paused),
   ``policies`` (the breaker's state machine and the restart backoff are pure; the chain

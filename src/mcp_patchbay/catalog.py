@@ -10,7 +10,10 @@ its bytes): servers in config order, each server's items by name (resources by U
 
 Resource URIs are kept unchanged (tool results refer to them); when two servers
 offer the same URI, the server listed first in the config wins, so a URI's meaning
-never changes when a late upstream arrives.
+never changes when a late upstream arrives. ``ui://`` URIs (MCP Apps' user interfaces) are
+the exception: every one a server lists or links a tool to is exposed as its own
+(``apps.exposed_uri``), in the listing and in the tool's ``_meta`` alike, and mapped back
+(``Catalog.ui_resources``), so two servers' apps never answer for each other.
 
 A server's entry may override its tools' and prompts' definitions (``overrides``): the
 catalog holds the changed ones (``CatalogTool.definition``, what the model sees everywhere),
@@ -31,11 +34,13 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_types as types
 
+from mcp_patchbay import apps
 from mcp_patchbay.arguments import ArgumentChecker
 from mcp_patchbay.config import RemoteSpec, StdioSpec, ToolFilter
 from mcp_patchbay.config.problems import key_path, quote
@@ -99,6 +104,14 @@ class CatalogTool:
 
 
 @dataclass(frozen=True, slots=True)
+class UiResource:
+    """An exposed ``ui://`` URI's server, and the URI that server knows it by."""
+
+    server: str
+    upstream: str
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogPrompt:
     exposed: str
     server: str
@@ -133,6 +146,12 @@ class Catalog:
     template_patterns: list[tuple[re.Pattern[str], str]] = field(
         default_factory=lambda: list[tuple[re.Pattern[str], str]]()
     )
+    ui_resources: dict[str, UiResource] = field(default_factory=lambda: dict[str, UiResource]())
+    """Every exposed ``ui://`` URI (listed, or linked from a tool) to its server's own."""
+    ui_exposed: dict[tuple[str, str], str] = field(default_factory=lambda: dict[tuple[str, str], str]())
+    """(server, its ``ui://`` URI) to the exposed one: ``ui_resources`` the other way."""
+    ui_owners: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict[str, tuple[str, ...]]())
+    """A server's own ``ui://`` URI to the servers that have it (a client may send it unexposed)."""
     remarks: list[Remark] = field(default_factory=lambda: list[Remark]())
     """Overrides skipped because they do not fit what their server listed (``check`` names them)."""
     waiting: tuple[str, ...] = ()
@@ -167,6 +186,7 @@ def build_catalog(
     mappers: dict[tuple[str, str], ChangedTool] = {}
     prompt_pairs: list[tuple[str, types.Prompt, types.Prompt]] = []
     for source in sources:
+        _expose_ui(catalog, source)
         if source.unavailable is not None:
             unavailable[source.server] = source.unavailable
             if source.spec is None or not source.spec.disabled:
@@ -186,7 +206,9 @@ def build_catalog(
         for tool in unique:
             if source.tool_filter is None or source.tool_filter.permits(tool.name):
                 change = changed.get(tool.name)
-                visible.append((source.server, tool, tool if change is None else change.definition))
+                shown = tool if change is None else change.definition
+                exposer = partial(_exposed_ui_uri, catalog, source.server)
+                visible.append((source.server, tool, apps.with_exposed_uri(shown, exposer)))
                 if change is not None:
                     mappers[(source.server, tool.name)] = change
             else:
@@ -234,9 +256,9 @@ def build_catalog(
     catalog.prompt_resolver = Resolver(prompt_entries, separator=separator, unavailable=unavailable)
 
     for source in sources:
-        for resource in sorted(source.resources, key=lambda r: str(r.uri)):
+        for resource in sorted(map(partial(_exposed_resource, catalog, source.server), source.resources), key=_uri):
             if resource.uri not in catalog.resource_owner:
-                catalog.resource_owner[str(resource.uri)] = source.server
+                catalog.resource_owner[resource.uri] = source.server
                 catalog.resources.append(resource)
         for template in sorted(source.templates, key=lambda t: t.uri_template):
             if template.uri_template not in catalog.template_owner:
@@ -244,6 +266,33 @@ def build_catalog(
                 catalog.template_patterns.append((_template_pattern(template.uri_template), source.server))
                 catalog.templates.append(template)
     return catalog
+
+
+def _expose_ui(catalog: Catalog, source: Source) -> None:
+    """Record the ``ui://`` URIs ``source`` lists or links its tools to, each exposed as its own
+    (a server may link a user interface it does not list: MCP Apps allows it)."""
+    linked = (apps.resource_uri(tool) for tool in source.tools)
+    listed = (resource.uri for resource in source.resources)
+    for uri in (*linked, *listed):
+        if uri is None or not uri.startswith(apps.SCHEME) or (source.server, uri) in catalog.ui_exposed:
+            continue
+        exposed = apps.exposed_uri(source.server, uri)
+        catalog.ui_exposed[source.server, uri] = exposed
+        catalog.ui_resources[exposed] = UiResource(source.server, uri)
+        catalog.ui_owners[uri] = (*catalog.ui_owners.get(uri, ()), source.server)
+
+
+def _exposed_resource(catalog: Catalog, server: str, resource: types.Resource) -> types.Resource:
+    exposed = catalog.ui_exposed.get((server, resource.uri))
+    return resource if exposed is None else resource.model_copy(update={"uri": exposed})
+
+
+def _exposed_ui_uri(catalog: Catalog, server: str, uri: str) -> str:
+    return catalog.ui_exposed.get((server, uri), uri)
+
+
+def _uri(resource: types.Resource) -> str:
+    return resource.uri
 
 
 class Permits(Protocol):
@@ -292,6 +341,11 @@ def restricted(catalog: Catalog, access: Permits) -> Catalog:
             view.templates.append(template)
             view.template_owner[template.uri_template] = owner
     view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
+    for exposed, ui in catalog.ui_resources.items():
+        if access.permits_server(ui.server):
+            view.ui_resources[exposed] = ui
+            view.ui_exposed[ui.server, ui.upstream] = exposed
+            view.ui_owners[ui.upstream] = (*view.ui_owners.get(ui.upstream, ()), ui.server)
     return view
 
 
@@ -401,6 +455,20 @@ def _checker(server: str, tool: types.Tool, previous: CheckerCache, live: Checke
     checker = ArgumentChecker(tool.input_schema)
     live[key] = (schema_text, checker)
     return checker
+
+
+def resource_target(catalog: Catalog, uri: str) -> tuple[str | None, str]:
+    """The server that answers for a URI the client sent (None: not known), and the URI that
+    server knows: an exposed ``ui://`` URI is its server's own; a server's own ``ui://`` URI that
+    one server has goes to it unchanged (``ui_owners``: the caller refuses one several have);
+    else ``owner_of_uri``."""
+    ui = catalog.ui_resources.get(uri)
+    if ui is not None:
+        return ui.server, ui.upstream
+    owners = catalog.ui_owners.get(uri, ())
+    if len(owners) == 1:
+        return owners[0], uri
+    return owner_of_uri(catalog, uri), uri
 
 
 def owner_of_uri(catalog: Catalog, uri: str) -> str | None:

@@ -8,7 +8,11 @@ sent only for what changed.
 
 - resources: the catalog's resources and templates, plus the proxy's own status resource
   (``status``);
-  a read goes to the owner of the URI, or tries every server offering resources.
+  a read goes to the owner of the URI, or tries every server offering resources. An exposed
+  ``ui://`` URI (``apps``) is read, subscribed to and unsubscribed from at its server under the
+  URI that server knows, and its updates reach the client under the exposed one
+  (``UiChannel``); a read's contents name the URI the client asked for, their text,
+  blob and ``_meta`` as the server sent them.
 - prompts and completion: resolved by name as tools are (forgiving, with suggestions).
 - ``logging/setLevel``: on stdio, passed to every upstream now and to each one that
   connects later. On the gateway it is the session's own level: kept on its connection
@@ -34,8 +38,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.catalog import Catalog, owner_of_uri
-from mcp_patchbay.client_channel import LOG_LEVEL
+from mcp_patchbay.catalog import Catalog, owner_of_uri, resource_target
+from mcp_patchbay.client_channel import LOG_LEVEL, SessionChannel
 from mcp_patchbay.errors import ClientError, Code, PatchbayError, clip, to_mcp_error
 from mcp_patchbay.name_errors import unknown_name
 from mcp_patchbay.sdk import connection_of
@@ -94,14 +98,24 @@ class Passthrough:
         self._served(ctx, "resources", (list(catalog.resources), list(catalog.templates)))
         return types.ListResourceTemplatesResult(resource_templates=catalog.templates)
 
-    def _owner(self, uri: str, *, subscribing: bool = False) -> list[Upstream]:
+    def _owner(self, uri: str, *, subscribing: bool = False) -> tuple[list[Upstream], str]:
         """The upstream for a URI, or when none claims it, every ready upstream offering
-        resources (``subscribing``: subscriptions), in order. Only among the servers the
-        caller may use: a URI of another is one no server has."""
-        owner = owner_of_uri(self.catalog(), uri)
+        resources (``subscribing``: subscriptions), in order; and the URI to send them (an
+        exposed ``ui://`` URI's own). Only among the servers the caller may use: a URI of
+        another is one no server has. A server's own ``ui://`` URI that several servers have
+        is refused, naming each one's exposed URI (the first would answer for all)."""
+        catalog = self.catalog()
+        owners = catalog.ui_owners.get(uri, ())
+        if len(owners) > 1 and uri not in catalog.ui_resources:
+            choices = ", ".join(catalog.ui_exposed[server, uri] for server in owners)
+            missing = ClientError(
+                Code.RESOURCE_NOT_FOUND, clip(f"{uri} is a user interface of several servers: use one of {choices}.")
+            )
+            raise to_mcp_error(missing, RESOURCE_NOT_FOUND)
+        owner, sent = resource_target(catalog, uri)
         upstreams = self.supervisor.upstreams
         if owner is not None and owner in upstreams:
-            return [upstreams[owner]]
+            return [upstreams[owner]], sent
         permitted = self._permitted() if self._permitted is not None else None
         return [
             u
@@ -111,7 +125,7 @@ class Passthrough:
             and u.capabilities.resources is not None
             and (not subscribing or bool(u.capabilities.resources.subscribe))
             and (permitted is None or name in permitted)
-        ]
+        ], uri
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
@@ -123,15 +137,16 @@ class Passthrough:
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
         await self.supervisor.wait_startup()
-        candidates = self._owner(uri)
+        candidates, sent = self._owner(uri)
         last: PatchbayError | None = None
         for upstream in candidates:
             try:
-                return await upstream.request(
-                    types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri)),
+                result = await upstream.request(
+                    types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=sent)),
                     types.ReadResourceResult,
                     what="resources/read",
                 )
+                return result if sent == uri else _named(result, sent, uri)
             except PatchbayError as error:
                 last = error
                 if len(candidates) == 1:
@@ -159,7 +174,10 @@ class Passthrough:
     async def subscribe_at(self, uri: str, request: Any) -> str:
         """Pass a (un)subscription to the server that takes it; its name. Raises MCPError."""
         await self.supervisor.wait_startup()
-        for upstream in self._owner(uri, subscribing=True)[:1]:
+        candidates, sent = self._owner(uri, subscribing=True)
+        if sent != uri:
+            request = request.model_copy(update={"params": request.params.model_copy(update={"uri": sent})})
+        for upstream in candidates[:1]:
             try:
                 await upstream.request(request, types.EmptyResult, what=request.method)
             except PatchbayError as error:
@@ -280,6 +298,28 @@ class Passthrough:
                 tg.start_soon(upstream.send_notification, types.RootsListChangedNotification())
 
 
+def _named(result: types.ReadResourceResult, sent: str, asked: str) -> types.ReadResourceResult:
+    """A read's result with the contents the server named ``sent`` named ``asked``, as the client
+    knows the resource; nothing else changed."""
+    contents = [c.model_copy(update={"uri": asked}) if c.uri == sent else c for c in result.contents]
+    return result.model_copy(update={"contents": contents})
+
+
+class UiChannel(SessionChannel):
+    """The channel back to the client, sending a resource update of an exposed ``ui://`` URI
+    under the URI the client knows (``catalog``: the whole catalog, set once there is one)."""
+
+    catalog: Callable[[], Catalog] | None = None
+
+    async def notify(self, server: str, notification: types.ServerNotification) -> None:
+        if self.catalog is not None and isinstance(notification, types.ResourceUpdatedNotification):
+            exposed = self.catalog().ui_exposed.get((server, notification.params.uri))
+            if exposed is not None:
+                params = notification.params.model_copy(update={"uri": exposed})
+                notification = notification.model_copy(update={"params": params})
+        await super().notify(server, notification)
+
+
 async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> None:
     caps = upstream.capabilities
     if caps is None or caps.logging is None:
@@ -291,4 +331,4 @@ async def _set_upstream_level(upstream: Upstream, level: types.LoggingLevel) -> 
         logger.debug("logging/setLevel on '%s' failed: %s", upstream.name, error.detail)
 
 
-__all__ = ["RESOURCE_NOT_FOUND", "Passthrough"]
+__all__ = ["RESOURCE_NOT_FOUND", "Passthrough", "UiChannel"]

@@ -36,7 +36,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from mcp_patchbay import __version__
 from mcp_patchbay.call_path import CallObserver, ToolPath
-from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
 from mcp_patchbay.config.gateway import GatewaySettings
@@ -44,7 +43,7 @@ from mcp_patchbay.exposure import Exposure
 from mcp_patchbay.lane import CallLane
 from mcp_patchbay.notifications import IdentityOf, ListChanges
 from mcp_patchbay.outbox import EndSession, Outboxes
-from mcp_patchbay.passthrough import Passthrough
+from mcp_patchbay.passthrough import Passthrough, UiChannel
 from mcp_patchbay.request_state import AUDIENCE, refused_state_as_result, state_security
 from mcp_patchbay.rounds import Rounds
 from mcp_patchbay.spawn import Prespawned
@@ -117,7 +116,7 @@ class Proxy:
             else None
         )
         """Notices to the gateway's sessions, each session's sent by a task of its own."""
-        self.channel = SessionChannel(
+        self.channel = UiChannel(
             self._listen_buses,
             self._pause_deadlines,
             shared=shared,
@@ -133,6 +132,7 @@ class Proxy:
             prespawned=prespawned or Prespawned(),
             config_problem=config_problem,
         )
+        self.channel.catalog = lambda: self.supervisor.catalog  # updates of ui:// URIs as the client knows them
         self.exposure = Exposure(self.settings)
         self.views = Views(self.settings, self.supervisor, self.exposure, access_for)
         """What each caller may see."""

@@ -1,0 +1,124 @@
+"""MCP Apps (``io.modelcontextprotocol/ui``) behind the proxy: user interfaces, app-only tools, app
+calls by the server's own names. In memory, with upstreams shaped as ext-apps' example servers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from tests.harness import MemoryUpstreams, config_from, connected, text
+
+pytestmark = pytest.mark.anyio
+
+APP_URI = "ui://get-time/mcp-app.html"
+"""What ext-apps' basic example names its user interface; two servers here both do."""
+MIME = "text/html;profile=mcp-app"
+
+
+def _app_server(name: str, *, tools: dict[str, dict[str, Any]] | None = None, csp: str = "") -> Server[Any]:
+    """An MCP Apps server: ``get-time`` linked to ``APP_URI`` (nested and flat, as ext-apps'
+    ``registerAppTool`` sends it), the resource with a csp of its own, its HTML naming the server;
+    ``tools``: more tools, name to ``_meta``. A subscription is answered with an update at once."""
+    html = f"<!DOCTYPE html><html><body>{name}'s clock</body></html>"
+    meta = {"ui": {"csp": {"connectDomains": [f"https://{csp or name}.example"]}, "prefersBorder": True}}
+    linked = {"ui": {"resourceUri": APP_URI}, "ui/resourceUri": APP_URI}
+    defined = {"get-time": linked, **(tools or {})}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=n, description=f"{n} of {name}", input_schema={"type": "object"}, _meta=m)
+                for n, m in defined.items()
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return text(f"{name}:{params.name}")
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[types.Resource(uri=APP_URI, name=APP_URI, mime_type=MIME, _meta=meta)]
+        )
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if params.uri != APP_URI:
+            raise MCPError(-32002, f"unknown resource {params.uri}")
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=APP_URI, mime_type=MIME, text=html, _meta=meta)]
+        )
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.append((name, params.uri))
+        await ctx.session.send_resource_updated(params.uri)
+        return types.EmptyResult()
+
+    return Server(
+        name,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+    )
+
+
+subscribed: list[tuple[str, str]] = []
+
+
+def _meta_of(value: Any) -> dict[str, Any]:
+    return value.model_dump(by_alias=True, exclude_none=True)["_meta"]
+
+
+async def test_two_servers_with_the_same_ui_uri_each_get_their_own_interface() -> None:
+    """Issue 33: the first server published ui://get-time/mcp-app.html for both, so the second's tool
+    rendered the first's HTML under the first's CSP, the listing held one entry and the second's
+    subscription went to the first. Now each is exposed as its own, and everything agrees."""
+    subscribed.clear()
+    updates: list[str] = []
+    both = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(message.params.uri)
+            if len(updates) == 2:
+                both.set()
+
+    config = config_from({"clock": {"command": "x"}, "timer": {"command": "x"}})
+    upstreams = MemoryUpstreams({"clock": _app_server("clock"), "timer": _app_server("timer")})
+    async with connected(config, upstreams, message_handler=on_message) as (_, client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        resources = {resource.uri: resource for resource in (await client.list_resources()).resources}
+        read: dict[str, types.ReadResourceResult] = {}
+        for server in ("clock", "timer"):
+            tool = tools[f"{server}__get-time"]
+            uri = _meta_of(tool)["ui"]["resourceUri"]
+            assert uri == f"ui://{server}/get-time/mcp-app.html"
+            assert _meta_of(tool)["ui/resourceUri"] == uri  # the deprecated flat form agrees
+            assert uri in resources
+            assert _meta_of(resources[uri])["ui"]["csp"] == {"connectDomains": [f"https://{server}.example"]}
+            read[server] = await client.read_resource(uri)
+            await client.subscribe_resource(uri)
+        with anyio.fail_after(5):
+            await both.wait()
+        with pytest.raises(MCPError) as unexposed:
+            await client.read_resource(APP_URI)
+
+    for server in ("clock", "timer"):
+        (content,) = read[server].contents
+        assert isinstance(content, types.TextResourceContents)
+        assert content.uri == f"ui://{server}/get-time/mcp-app.html"
+        assert content.text == f"<!DOCTYPE html><html><body>{server}'s clock</body></html>"
+        assert content.mime_type == MIME
+        assert _meta_of(content) == {
+            "ui": {"csp": {"connectDomains": [f"https://{server}.example"]}, "prefersBorder": True}
+        }
+    assert APP_URI not in resources
+    assert sorted(subscribed) == [("clock", APP_URI), ("timer", APP_URI)]  # each at its own server, its own URI
+    assert sorted(updates) == ["ui://clock/get-time/mcp-app.html", "ui://timer/get-time/mcp-app.html"]
+    assert "ui://clock/get-time/mcp-app.html" in unexposed.value.error.message
+    assert "ui://timer/get-time/mcp-app.html" in unexposed.value.error.message
