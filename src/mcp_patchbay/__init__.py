@@ -66,7 +66,9 @@ Modules, by what they own:
   it cannot serve), ``search/`` (the tool index and ``find_tools``' answers), ``apps`` (MCP
   Apps: a tool's user interface and who calls the tool, ``ui://`` URIs exposed per server), ``results``
   (the size limit), ``errors`` (the error tree, the one code table), ``foreign_errors`` (the one
-  translation of foreign exceptions into that tree), ``deadlines`` (a call's deadline: bound, extended, paused),
+  translation of foreign exceptions into that tree), ``capabilities`` (what upstreams are offered of
+  the client's capabilities, and what a client declared of one request), ``deadlines`` (a call's
+  deadline: bound, extended, paused),
   ``policies`` (the breaker's state machine and the restart backoff are pure; the chain
   around a call is not), ``jsonrpc`` (framing and ids both lanes share, and the bounds on a
   message before it is parsed: size, depth, its id read unparsed; a listing's untyped tool

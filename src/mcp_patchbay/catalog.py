@@ -33,7 +33,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -100,7 +100,8 @@ class CatalogTool:
     fixed values, defaults and renamed arguments); None: sent as they are."""
 
     def name_entry(self) -> NameEntry:
-        return _name_entry(self.exposed, self.server, self.definition.name, self.upstream_name)
+        entry = _name_entry(self.exposed, self.server, self.definition.name, self.upstream_name)
+        return replace(entry, app_only=True) if apps.app_only(self.definition) else entry
 
 
 @dataclass(frozen=True, slots=True)

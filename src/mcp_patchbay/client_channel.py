@@ -15,8 +15,12 @@ do not say which call a request belongs to) and is refused, unless all the calls
 member's and all but one of them are suspended on a question already out (a call
 waiting for its answer is likely not asking another; across members a guess is never
 made). A refusal excuses the call's failure from the server's circuit breaker.
-Upstreams are offered sampling and elicitation (some client may answer), not
-roots (a team's gateway has no one client's folders).
+
+What upstreams are offered is ``capabilities``' to say: on stdio the client's own
+declaration, on the gateway what some member may answer; a request the client it reaches
+did not declare is answered for it there (``capabilities.refusal``). A URL elicitation's
+``notifications/elicitation/complete`` goes to the session that saw the elicitation (asked
+through it, or told in a ``-32042`` error: ``elicited``), on the gateway to no other.
 
 A client of the 2026-07-28 protocol has no channel for requests: on stdio as on the
 gateway, what its call's upstream asks is put to it through that call (``rounds``: the
@@ -30,6 +34,8 @@ because its question could not be asked.
 from __future__ import annotations
 
 import logging
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -47,6 +53,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay import rounds
+from mcp_patchbay.capabilities import GATEWAY_OFFER, offered, refusal
 from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.rounds import Exchange
 from mcp_patchbay.sdk import connection_of
@@ -65,7 +72,7 @@ class ClientChannel(Protocol):
 
     async def create_message(
         self, server: str, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData: ...
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData: ...
 
     async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData: ...
 
@@ -82,6 +89,9 @@ LOG_LEVEL: Final = "mcp_patchbay.log_level"
 """Where a gateway session keeps the level it asked for (``Connection.state``; ``passthrough``)."""
 _LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
 """Least severe first."""
+ELICITATIONS_KEPT: Final = 1024
+"""URL elicitations whose session is remembered for their completion notice (``shared``; the
+oldest is forgotten past this: the notice is optional, and a client may not wait for it)."""
 
 
 def _no_pause(server: str) -> AbstractContextManager[None]:
@@ -138,11 +148,10 @@ class SessionChannel:
         self.outboxes = outboxes
         self.session: ServerSession | None = None
         """The one client's session (stdio); None when ``shared``."""
-        self._caps: types.ClientCapabilities | None = (
-            types.ClientCapabilities(sampling=types.SamplingCapability(), elicitation=types.ElicitationCapability())
-            if shared
-            else None
-        )
+        self._caps: types.ClientCapabilities | None = GATEWAY_OFFER if shared else None
+        """What upstreams are offered; on stdio, what the one client declared (``capabilities``)."""
+        self._elicitations: OrderedDict[tuple[str, str], weakref.ref[Connection]] = OrderedDict()
+        """Per (server, elicitationId) of a URL elicitation, the session that saw it (``shared``)."""
         self._calls: dict[str, list[_InFlight]] = {}
         """Per server, the client requests with a tool call to it in flight (``shared``, or
         a 2026-07-28 client on stdio)."""
@@ -231,9 +240,9 @@ class SessionChannel:
         if ctx.method == "initialize":
             init = _log_client(ctx)
             if init is not None:
-                self._caps = init.capabilities
+                self._caps = offered(init.capabilities)
         else:
-            self._caps = ctx.session.client_capabilities
+            self._caps = offered(ctx.session.client_capabilities)
         self.hello.set()
 
     async def wait_for_client(self) -> None:
@@ -245,10 +254,29 @@ class SessionChannel:
     def client_capabilities(self) -> types.ClientCapabilities | None:
         return self._caps
 
+    def declared(self, ctx: ServerRequestContext[Any, Any] | None) -> types.ClientCapabilities | None:
+        """What the client of ``ctx`` declared (None: a call the stdio lane took, its one client's)."""
+        return ctx.session.client_capabilities if ctx is not None else self._caps
+
+    def elicited(self, server: str, ids: Iterable[str], ctx: ServerRequestContext[Any, Any] | None) -> None:
+        """``ctx``'s session was told of these URL elicitations of ``server`` (a ``-32042`` error):
+        their completion notices go to it (``shared``: on stdio every notice goes to the one client)."""
+        if not self.shared or ctx is None or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return  # a 2026-07-28 request has no session a notice could reach later
+        connection = weakref.ref(connection_of(ctx.session))
+        for elicitation_id in ids:
+            self._elicitations[(server, elicitation_id)] = connection
+            self._elicitations.move_to_end((server, elicitation_id))
+        while len(self._elicitations) > ELICITATIONS_KEPT:
+            self._elicitations.popitem(last=False)
+
     async def create_message(
         self, server: str, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
-        return await self._ask(server, types.CreateMessageRequest(params=params), types.CreateMessageResult)
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        # With tools, the answer may be a tool_use (or several blocks): the SDK's plain result refuses it.
+        with_tools = params.tools is not None or params.tool_choice is not None
+        result_type = types.CreateMessageResultWithTools if with_tools else types.CreateMessageResult
+        return await self._ask(server, types.CreateMessageRequest(params=params), result_type)
 
     async def elicit(self, server: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         return await self._ask(server, types.ElicitRequest(params=params), types.ElicitResult, pause=True)
@@ -261,7 +289,7 @@ class SessionChannel:
         2025-era session. A 2026-07-28 call's question is not paused: that call is suspended
         until its client comes back, and its deadline is what bounds the wait (and frees its
         concurrency slot), whoever the client is."""
-        session = self.session
+        session, declared, caller = self.session, self._caps, None
         if self.shared or self._modern:
             caller = self._caller(server, request.method)
             if isinstance(caller, types.ErrorData):
@@ -275,9 +303,20 @@ class SessionChannel:
                     message=f"The client cannot answer {request.method}: it speaks the 2026-07-28 protocol and "
                     "declared neither sampling, elicitation nor roots.",
                 )
-            session = caller.ctx.session
+            session, declared = caller.ctx.session, caller.ctx.session.client_capabilities
         if session is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="The client is not connected yet.")
+        refused = refusal(declared, request)
+        if refused is not None:  # the gateway offers what some member may answer; this one may not
+            logger.info(
+                "'%s' sent %s the client did not declare: answered for it (%s)", server, request.method, refused.code
+            )
+            if caller is not None:
+                caller.refused = True
+            return refused
+        params = getattr(request, "params", None)
+        if isinstance(params, types.ElicitRequestURLParams) and params.elicitation_id and caller is not None:
+            self.elicited(server, (params.elicitation_id,), caller.ctx)
         limit = self._answer_timeout if pause else None
         try:
             with self._pause(server) if pause else nullcontext():
@@ -321,6 +360,8 @@ class SessionChannel:
                 for bus in self._buses(server):
                     await bus.publish(ResourceUpdated(uri=str(p.uri)))
                 await session.send_notification(notification)
+            case types.ElicitCompleteNotification() if not self._modern:
+                await session.send_notification(notification)
             case _:
                 pass
 
@@ -352,6 +393,13 @@ class SessionChannel:
                 for connection, held in list(self._subscribers.items()):
                     if held.get(uri) == server:
                         outboxes.post(connection, "notifications/resources/updated", {"uri": uri})
+            case types.ElicitCompleteNotification(params=p):
+                seen_by = self._elicitations.pop((server, p.elicitation_id), None)
+                connection = seen_by() if seen_by is not None else None
+                if connection is None or outboxes is None:
+                    logger.debug("'%s' completed an elicitation no session here saw: dropped", server)
+                    return
+                outboxes.post(connection, "notifications/elicitation/complete", {"elicitationId": p.elicitation_id})
             case _:
                 pass
 
@@ -377,23 +425,23 @@ def _log_client(ctx: ServerRequestContext[Any, Any], member: str | None = None) 
 
 
 def session_callbacks(client: ClientChannel | None, name: str) -> dict[str, Any]:
-    """The SDK session's callbacks for an upstream: it is offered only what the client on
-    the other side can do (sampling, elicitation, roots), each answered through ``client``."""
+    """The SDK session's callbacks for an upstream, and what it is offered (``offered``: what the
+    client on the other side declared, or on the gateway what some member may answer); sampling,
+    elicitation and roots are each answered through ``client``."""
     if client is None:
         return {}
     caps = client.client_capabilities()
     if caps is None:
         return {}
-    callbacks: dict[str, Any] = {}
+    callbacks: dict[str, Any] = {"offered": caps}  # declared as they are (``sdk.OfferingSession``)
     if caps.sampling is not None:
 
         async def sampling(
             ctx: ClientRequestContext, params: types.CreateMessageRequestParams
-        ) -> types.CreateMessageResult | types.ErrorData:
+        ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
             return await client.create_message(name, params)
 
         callbacks["sampling_callback"] = sampling
-        callbacks["sampling_capabilities"] = caps.sampling
     if caps.elicitation is not None:
 
         async def elicitation(

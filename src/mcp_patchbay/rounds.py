@@ -57,6 +57,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_patchbay.capabilities import refusal
 from mcp_patchbay.deadlines import Clock, ProgressFn
 from mcp_patchbay.errors import Category, ClientError, Code, PatchbayError
 from mcp_patchbay.throttle import LogThrottle
@@ -152,7 +153,7 @@ class Exchange:
 
     async def ask(self, request: types.InputRequest) -> types.InputResponse | types.ErrorData:
         """The upstream's question, answered when the client retries (``client_channel``)."""
-        refused = self._refusal(request.method)
+        refused = self._refusal(request)
         if refused is not None:
             return refused
         key = f"{_CAPABILITY[request.method]}-{next(self._keys)}"
@@ -165,18 +166,13 @@ class Exchange:
         assert ask.answer is not None
         return ask.answer
 
-    def _refusal(self, method: str) -> types.ErrorData | None:
+    def _refusal(self, request: types.InputRequest) -> types.ErrorData | None:
         if self.closed:
             return types.ErrorData(
-                code=types.INVALID_REQUEST, message=f"{method}: the client's call ended; nobody is left to answer."
-            )
-        capability = _CAPABILITY[method]
-        if self.caps is None or getattr(self.caps, capability) is None:
-            return types.ErrorData(
                 code=types.INVALID_REQUEST,
-                message=f"The client did not declare {capability}; it cannot answer {method}.",
+                message=f"{request.method}: the client's call ended; nobody is left to answer.",
             )
-        return None
+        return refusal(self.caps, request)  # what the client did not declare, answered for it
 
     def deliver(self, responses: Mapping[str, types.InputResponse]) -> None:
         """The client's answers, each to the question of its key (unknown keys are ignored)."""

@@ -5,7 +5,8 @@ the request or of the result. ``ClientSession.send_request`` offers no such path
 a request model and validates the result into one. ``send_raw`` does on the wire what
 ``send_request`` does (the session's per-era stamp, the ``Mcp-Name`` header, the
 dispatcher) and nothing else, through two private attributes of ``ClientSession``:
-``_stamp`` and ``_dispatcher``.
+``_stamp`` and ``_dispatcher``. ``OfferingSession`` replaces its ``_build_capabilities``, so an
+upstream is offered what the proxy's client declared rather than what the SDK derives.
 
 On the server side, ``connection_of`` finds the connection behind a request's session
 (``ServerSession`` is made per request; its ``_connection`` is the client's session,
@@ -67,6 +68,9 @@ def sdk_internals_problem(session: ClientSession) -> str | None:
         return f"{type(dispatcher).__name__} has no async send_raw_request"
     if list(inspect.signature(send).parameters)[:3] != ["method", "params", "opts"]:
         return f"send_raw_request takes {list(inspect.signature(send).parameters)}"
+    build = getattr(session, "_build_capabilities", None)
+    if build is None or list(inspect.signature(build).parameters) != ["version"]:
+        return "ClientSession has no _build_capabilities(version) (OfferingSession replaces it)"
     return None
 
 
@@ -90,6 +94,23 @@ async def send_raw(
     if on_progress is not None:
         opts["on_progress"] = on_progress
     return await dispatcher.send_raw_request(method, data.get("params"), opts)
+
+
+class OfferingSession(ClientSession):
+    """The SDK's client session, declaring exactly the capabilities it is given (``offered``).
+
+    The SDK builds its declaration from the callbacks it holds and always declares both
+    elicitation modes and never ``tasks``; an upstream must see what the proxy's client
+    declared (``capabilities``), so its private ``_build_capabilities`` is replaced."""
+
+    def __init__(self, *args: Any, offered: types.ClientCapabilities | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._offered = offered
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        if self._offered is None:
+            return super()._build_capabilities(version)
+        return self._offered
 
 
 class SessionManager(StreamableHTTPSessionManager):
@@ -468,4 +489,12 @@ def connection_of(session: ServerSession) -> Connection:
     return session._connection  # pyright: ignore[reportPrivateUsage]
 
 
-__all__ = ["FastPath", "SessionManager", "connection_of", "holding", "sdk_internals_problem", "send_raw"]
+__all__ = [
+    "FastPath",
+    "OfferingSession",
+    "SessionManager",
+    "connection_of",
+    "holding",
+    "sdk_internals_problem",
+    "send_raw",
+]

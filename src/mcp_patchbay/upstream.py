@@ -59,7 +59,7 @@ from mcp_patchbay.policies import (
 )
 from mcp_patchbay.rawcalls import RawCalls
 from mcp_patchbay.redaction import redact
-from mcp_patchbay.sdk import send_raw
+from mcp_patchbay.sdk import OfferingSession, send_raw
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import upstream_health
 from mcp_patchbay.transports import Connector, Link
@@ -474,7 +474,7 @@ class Upstream:
                 callbacks = session_callbacks(self.client, self.name)
                 self.offered_roots = "list_roots_callback" in callbacks
                 session = await stack.enter_async_context(
-                    ClientSession(
+                    OfferingSession(
                         link.read,
                         link.write,
                         client_info=CLIENT_INFO,
