@@ -11,7 +11,7 @@ import pytest
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.harness import MemoryUpstreams, config_from, connected, text
+from tests.harness import MemoryUpstreams, config_from, connected, error_info, result_text, text
 
 pytestmark = pytest.mark.anyio
 
@@ -122,3 +122,56 @@ async def test_two_servers_with_the_same_ui_uri_each_get_their_own_interface() -
     assert sorted(updates) == ["ui://clock/get-time/mcp-app.html", "ui://timer/get-time/mcp-app.html"]
     assert "ui://clock/get-time/mcp-app.html" in unexposed.value.error.message
     assert "ui://timer/get-time/mcp-app.html" in unexposed.value.error.message
+
+
+APP_ONLY = {"ui": {"visibility": ["app"]}}
+"""What ext-apps' system-monitor example says of ``poll-system-stats``: its app polls it, the model never."""
+
+
+def _monitor(name: str = "monitor") -> Server[Any]:
+    return _app_server(name, tools={"poll-system-stats": APP_ONLY, "get-system-info": {}})
+
+
+def _filler(count: int) -> Server[Any]:
+    """A server of ``count`` plain tools: enough to put ``"auto"`` in search mode."""
+    return _app_server("filler", tools={f"lookup-record-{n}": {} for n in range(count)})
+
+
+@pytest.mark.parametrize("expose", ["search", "auto"])
+async def test_app_tools_are_listed_in_search_mode_with_their_meta(expose: str) -> None:
+    """Issue 33: in search mode (and "auto" above 40 tools) no tool with _meta.ui.resourceUri was
+    listed, so a host never rendered an app; an app-only tool was not listed for the host either."""
+    config = config_from({"monitor": {"command": "x"}, "filler": {"command": "x"}}, {"expose": expose})
+    upstreams = MemoryUpstreams({"monitor": _monitor(), "filler": _filler(45)})
+    async with connected(config, upstreams) as (proxy, client):
+        await proxy.supervisor.wait_startup()
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert "patchbay__find_tools" in listed
+    assert _meta_of(listed["monitor__get-time"]) == {
+        "ui": {"resourceUri": "ui://monitor/get-time/mcp-app.html"},
+        "ui/resourceUri": "ui://monitor/get-time/mcp-app.html",
+    }
+    assert _meta_of(listed["monitor__poll-system-stats"]) == APP_ONLY  # the host enforces it from here
+    assert "monitor__get-system-info" not in listed  # a plain tool stays behind the search
+    assert not any(name.startswith("filler__lookup-record") for name in listed)
+
+
+async def test_app_only_tools_are_never_offered_to_the_model() -> None:
+    """An app-only tool is listed for the host, but find_tools, suggestions and the call routes
+    never offer it to the model; its app still calls it, by the exposed name or the server's own."""
+    config = config_from({"monitor": {"command": "x"}}, {"expose": "search"})
+    async with connected(config, MemoryUpstreams({"monitor": _monitor()})) as (_, client):
+        found = await client.call_tool("patchbay__find_tools", {"query": "poll system stats"})
+        routed = await client.call_tool("patchbay__call_tool", {"name": "monitor__poll-system-stats", "arguments": {}})
+        read_route = await client.call_tool("patchbay__call_read", {"name": "poll-system-stats", "arguments": {}})
+        typo = await client.call_tool("monitor__poll-system-stat", {})
+        by_exposed = await client.call_tool("monitor__poll-system-stats", {})
+        by_own_name = await client.call_tool("poll-system-stats", {})
+    assert found.structured_content is not None
+    assert "monitor__poll-system-stats" not in [tool["name"] for tool in found.structured_content["tools"]]
+    assert "monitor__get-system-info" in [tool["name"] for tool in found.structured_content["tools"]]
+    assert error_info(routed)["code"] == "TOOL_NOT_AVAILABLE"
+    assert error_info(read_route)["code"] == "TOOL_NOT_AVAILABLE"
+    assert "monitor__poll-system-stats" not in error_info(typo).get("suggestions", [])
+    assert "poll-system-stats" not in result_text(typo)
+    assert result_text(by_exposed) == result_text(by_own_name) == "monitor:poll-system-stats"

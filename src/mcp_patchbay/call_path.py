@@ -11,8 +11,9 @@ its upstream's policy chain (``upstream.chain``), bounding the result (``results
 The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
 translated where they are met, ``foreign_errors.translated``); ``error_result`` is the one place
 where such an error becomes what the client sees: logged once, recorded in the status,
-told to the metrics, and answered as an ``isError`` result (or, for an unknown tool with
-``unknown_tool: "error"``, raised as the JSON-RPC error the lane and the SDK write).
+told to the metrics, and answered as an ``isError`` result (or raised as the JSON-RPC error the
+lane and the SDK write: an unknown tool with ``unknown_tool: "error"``, and an upstream's
+``-32042`` for a client that takes URL elicitations, ``data.elicitations`` and all).
 
 Who is calling is passed down explicitly: ``run``'s ``request`` is the SDK's request
 context (None on the lane); the channel back to the client, the status and the error
@@ -28,14 +29,25 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.capabilities import takes_url_elicitation
 from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
 from mcp_patchbay.client_limits import errors_as_text
 from mcp_patchbay.config import Settings
 from mcp_patchbay.confirm import confirm
 from mcp_patchbay.deadlines import Deadline, ProgressFn
-from mcp_patchbay.errors import ClientError, Code, PatchbayError, SignedIn, UpstreamError, result_values, to_mcp_error
+from mcp_patchbay.errors import (
+    ClientError,
+    Code,
+    ElicitationRequired,
+    PatchbayError,
+    SignedIn,
+    UpstreamError,
+    result_values,
+    to_mcp_error,
+)
 from mcp_patchbay.exposure import call_request, find_request, find_result, reach, unavailable_notes
 from mcp_patchbay.exposure import reads_only as reads_only_tool
 from mcp_patchbay.foreign_errors import translated
@@ -247,6 +259,8 @@ class ToolPath:
             return self.error_result(
                 error, called, target, server, started=started, request=request, named_as_data=named_as_data
             )
+        except MCPError:  # the edge's answer in JSON-RPC's error form, from a call route's own run
+            raise
         except Exception as exc:  # a bug of ours: the session still goes on
             logger.exception("unexpected error in tools/call %.200r", called)
             error = UpstreamError(
@@ -359,7 +373,9 @@ class ToolPath:
         is always answered with a result; a tool the client knows to declare an ``outputSchema``
         gets its error as text only (clients check structured content against that schema, even
         in an error, and would drop the proxy's answer), and so does a client that would show the
-        model the same message twice (``client_limits.errors_as_text``)."""
+        model the same message twice (``client_limits.errors_as_text``). An upstream's ``-32042`` is
+        raised as that JSON-RPC error to a client that declared URL elicitation; any other gets the
+        URLs in the result's text."""
         server = server or error.server or None
         tool = target.upstream_name if target is not None else error.tool
         caller = self._identity_of(request) if self._identity_of is not None and request is not None else None
@@ -369,7 +385,7 @@ class ToolPath:
         # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
         # proxy's and the upstreams' failures, which clients show to the user as errors.
         # A sign-in the user has to give is not a failure either: the gate logs the sign-in itself.
-        if isinstance(error, ClientError) or error.code is Code.AUTH_REQUIRED:
+        if isinstance(error, ClientError | ElicitationRequired) or error.code is Code.AUTH_REQUIRED:
             level = logging.INFO
         else:
             level = logging.WARNING if error.code is Code.SERVER_STARTING else logging.ERROR
@@ -384,6 +400,10 @@ class ToolPath:
             f" | detail: {error.detail}" if error.detail else "",
             exc_info=error if logger.isEnabledFor(logging.DEBUG) and error.__cause__ is not None else None,
         )
+        if isinstance(error, ElicitationRequired) and takes_url_elicitation(self.channel.declared(request)):
+            if server is not None:
+                self.channel.elicited(server, error.elicitation_ids, request)  # its completion notice goes there
+            raise error.to_mcp_error()  # the URLs reach the client as the spec has them, whatever the route
         if (
             not named_as_data
             and self.settings.unknown_tool == "error"

@@ -3,18 +3,20 @@
     PatchbayError                  code, category, retryable, retry_after_ms; text for the model
     ├── ClientError                the client asked for something wrong: fix the call, don't retry
     │                              (TOOL_NOT_FOUND, TOOL_AMBIGUOUS, INVALID_ARGUMENTS, NOT_READ_ONLY, ...)
-    └── UpstreamError              an upstream server failed, or the proxy protected it
-        │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, CIRCUIT_OPEN, TOOL_CHANGED, ...)
-        └── NotDelivered           the request never reached the upstream: it is always safe to send again
-            ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
-            └── SignedIn           the sign-in the call needed completed: send it again when ready
+    ├── UpstreamError              an upstream server failed, or the proxy protected it
+    │   │                          (CONNECTION_LOST, TIMEOUT, SERVER_ERROR, CIRCUIT_OPEN, TOOL_CHANGED, ...)
+    │   └── NotDelivered           the request never reached the upstream: it is always safe to send again
+    │       ├── SessionExpired     the upstream forgot our session: rebuild it, then send again
+    │       └── SignedIn           the sign-in the call needed completed: send it again when ready
+    └── ElicitationRequired        the upstream needs the user to open a URL first (its -32042 error)
 
 Configuration mistakes in the file are ``config.ConfigError``; at call time a server that is
 disabled or misconfigured raises ``UpstreamError`` with code ``SERVER_UNAVAILABLE``.
 
 Classes exist where code branches on them: the policies retry ``NotDelivered`` freely,
 the upstream rebuilds its session on ``SessionExpired``, the tool path's edge logs a
-``ClientError`` (the model's mistake) at INFO. Everything else is carried by ``code``: the
+``ClientError`` (the model's mistake) at INFO and answers an ``ElicitationRequired`` as the JSON-RPC
+error it was, for a client that takes URL elicitations. Everything else is carried by ``code``: the
 circuit breaker counts the codes the table marks ``trips_breaker``, the retry ``resend_when_safe``.
 
 Foreign exceptions (OSError, anyio stream errors, httpx errors, the SDK's MCPError,
@@ -90,6 +92,7 @@ class Code(enum.StrEnum):
     AUTH_DENIED = "AUTH_DENIED"
     AUTH_STATE_MISMATCH = "AUTH_STATE_MISMATCH"
     AUTH_TOKEN_ERROR = "AUTH_TOKEN_ERROR"
+    URL_ELICITATION_REQUIRED = "URL_ELICITATION_REQUIRED"
     TIMEOUT = "TIMEOUT"
     SERVER_ERROR = "SERVER_ERROR"
     PROTOCOL_ERROR = "PROTOCOL_ERROR"
@@ -136,6 +139,8 @@ _CODE_INFO: dict[Code, _CodeInfo] = {
     Code.AUTH_DENIED: _CodeInfo(_C.SIGN_IN, True),
     Code.AUTH_STATE_MISMATCH: _CodeInfo(_C.SIGN_IN, True),
     Code.AUTH_TOKEN_ERROR: _CodeInfo(_C.SIGN_IN, True),
+    # The upstream needs the user to open a URL (its own sign-in to a third party, a payment): not a failure.
+    Code.URL_ELICITATION_REQUIRED: _CodeInfo(_C.SIGN_IN, True),
     Code.TIMEOUT: _CodeInfo(_C.TIMEOUT, True, **_FAILS),
     Code.SERVER_ERROR: _CodeInfo(_C.SERVER_ERROR, True, **_FAILS_RESEND),
     Code.PROTOCOL_ERROR: _CodeInfo(_C.SERVER_ERROR, False, **_FAILS),
@@ -220,6 +225,24 @@ class SessionExpired(NotDelivered):
 class SignedIn(NotDelivered):
     """A sign-in the call was waiting for completed (``oauth.gate``): send it again once the
     server is ready."""
+
+
+class ElicitationRequired(PatchbayError):
+    """The upstream answered ``-32042`` (URLElicitationRequiredError): the user must open the URLs of
+    ``data["elicitations"]`` before the call can succeed. A client that declared URL elicitation gets
+    that JSON-RPC error itself (``to_mcp_error``); any other, ``message`` with the URLs in it."""
+
+    def __init__(self, message: str, *, upstream_message: str, data: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(Code.URL_ELICITATION_REQUIRED, message, **kwargs)
+        self.upstream_message = upstream_message
+        self.data = data
+
+    @property
+    def elicitation_ids(self) -> list[str]:
+        return [e["elicitationId"] for e in self.data["elicitations"]]
+
+    def to_mcp_error(self) -> MCPError:
+        return MCPError(code=types.URL_ELICITATION_REQUIRED, message=self.upstream_message, data=self.data)
 
 
 def clip(text: str, limit: int = MAX_MODEL_TEXT) -> str:

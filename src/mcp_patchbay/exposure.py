@@ -14,6 +14,12 @@ only when the name travels as data. ``patchbay.expose`` picks the listing:
 - ``"auto"`` (default): search once the merged catalog has more than
   ``patchbay.search_threshold`` tools, all tools below it.
 
+MCP Apps (``apps``) are listed in every mode: a tool with a user interface
+(``_meta.ui.resourceUri``), since a host renders an app only for a tool it listed, and a tool
+its server keeps for its app (``apps.app_only``), since the host enforces that from the
+listing. An app-only tool is never offered to the model by the proxy's own tools: not
+searched, not suggested, not run by a call route, not counted in ``call_tool``'s reach.
+
 The call routes, so that a client's approval means what the user thinks (``own_tools`` says
 why): ``call_read`` runs only a tool whose annotations say it only reads (``reads_only``),
 ``call_tool`` any tool, annotated for the worst it can reach (``reach``); ``find_tools``
@@ -42,6 +48,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 
+from mcp_patchbay import apps
 from mcp_patchbay.catalog import Catalog, CatalogTool
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors import ClientError, Code
@@ -97,7 +104,7 @@ def reach(catalog: Catalog) -> tuple[bool, bool]:
     back when it does. ``call_path`` runs a ``call_tool`` annotated read-only as the read route."""
     if catalog.waiting:
         return False, True
-    tools = [target.definition for target in catalog.by_exposed.values()]
+    tools = [target.definition for target in catalog.by_exposed.values() if not apps.app_only(target.definition)]
     others = [tool for tool in tools if not reads_only(tool)]
     read_only = bool(tools) and not others
     destructive = not tools or any(
@@ -106,14 +113,21 @@ def reach(catalog: Catalog) -> tuple[bool, bool]:
     return read_only, destructive
 
 
+def always_listed(target: CatalogTool) -> bool:
+    """Whether search mode lists a tool from the start: kept by an entry's ``always_list``, or an
+    MCP App's (a tool with a user interface, or one for its server's app only)."""
+    definition = target.definition
+    return target.always_listed or apps.resource_uri(definition) is not None or apps.app_only(definition)
+
+
 def route_of(target: CatalogTool, names: OwnTools) -> str:
     """The tool the model calls ``target`` with: the read route when it only reads, its own name when
-    the client lists it from the start (``always_list``), else ``call_tool``."""
+    the client lists it from the start (``always_listed``), else ``call_tool``."""
     if reads_only(target.definition):
         from mcp_patchbay.own_tools import read_route
 
         return read_route(names)
-    return target.exposed if target.always_listed else names.call_tool
+    return target.exposed if always_listed(target) else names.call_tool
 
 
 def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
@@ -150,7 +164,7 @@ class Exposure:
         self._build(catalog, servers)
         assert self._find_tools is not None
         kept = [
-            tool for tool in catalog.tools if catalog.by_exposed[tool.name].always_listed or tool.name in self._found
+            tool for tool in catalog.tools if always_listed(catalog.by_exposed[tool.name]) or tool.name in self._found
         ]
         return [self._find_tools, *self.routes(catalog), *kept]
 
@@ -219,6 +233,8 @@ def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[I
     indexed: list[IndexedTool] = []
     for tool in catalog.tools:  # the exposed definitions, in listing order (the index's tie-break)
         entry = catalog.by_exposed[tool.name]
+        if apps.app_only(tool):
+            continue  # never offered to the model
         indexed.append(IndexedTool.of(tool.name, entry.server, entry.upstream_name, tool, servers.get(entry.server)))
     return indexed
 
@@ -352,6 +368,7 @@ __all__ = [
     "Exposure",
     "FindRequest",
     "OwnTools",
+    "always_listed",
     "call_read_definition",
     "call_request",
     "call_tool_definition",

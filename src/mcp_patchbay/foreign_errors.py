@@ -31,6 +31,7 @@ from mcp_patchbay.errors import (
     REFUSED_KEY,
     ClientError,
     Code,
+    ElicitationRequired,
     NotDelivered,
     PatchbayError,
     SessionExpired,
@@ -246,6 +247,10 @@ def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeou
             server=server,
             tool=tool,
         )
+    if exc.code == types.URL_ELICITATION_REQUIRED:
+        required = _elicitation_required(exc, server=server, tool=tool)
+        if required is not None:
+            return required
     if exc.code == types.REQUEST_TIMEOUT:
         after = f" after {timeout:g}s" if timeout else ""
         return UpstreamError(
@@ -289,6 +294,36 @@ def _translate_mcp_error(exc: MCPError, *, server: str, tool: str | None, timeou
         f"Server {where} reported an error: {upstream_text}. Retry once; if it persists, try another approach "
         "or tell the user.",
         detail=f"MCPError {exc.code}: {message} data={exc.data!r}",
+        server=server,
+        tool=tool,
+    )
+
+
+def _elicitation_required(exc: MCPError, *, server: str, tool: str | None) -> ElicitationRequired | None:
+    """A ``-32042`` error whose ``data.elicitations`` are URL elicitations, as the spec has them;
+    None for anything else under that code (then it is the server's error like any other)."""
+    data: Any = exc.data
+    listed: Any = cast("dict[str, Any]", data).get("elicitations") if isinstance(data, dict) else None
+    if not isinstance(listed, list) or not listed:
+        return None
+    try:
+        wanted = [
+            types.ElicitRequestURLParams.model_validate(item, by_name=False) for item in cast("list[Any]", listed)
+        ]
+    except ValidationError:
+        return None
+    if not all(e.elicitation_id for e in wanted):
+        return None
+    pages = "; ".join(f"{clip(_without_stack(e.message), 120)} {e.url}" for e in wanted)
+    text = (
+        f"Server '{server}' needs the user to open a page before this call can succeed: {pages}. Ask the user to "
+        "open it, then call the tool again."
+    )
+    return ElicitationRequired(
+        clip(text),
+        upstream_message=exc.message or "This request requires more information.",
+        data=cast("dict[str, Any]", data),
+        detail=f"MCPError {exc.code}: {exc.message} data={exc.data!r}",
         server=server,
         tool=tool,
     )

@@ -42,6 +42,10 @@ Resolving a called name (``Resolver.resolve``)
     5. unshortened: the called name is the full raw or sanitized ``server<sep>item`` of an
        item whose exposed name differs from it (shortened, sanitized or hash-suffixed).
 
+    An entry that is ``app_only`` (an MCP App's tool its server keeps from the model) is
+    matched only by its exposed name and, by rule 3, exactly by its upstream name (the name
+    its app calls it by); it is never suggested, never named in an overview, never server-only.
+
     An entry's ``aliases`` (an item's name before an override renamed it) take part in rules
     1, 3 and 5 as its item name does, so ``github__create_issue`` still resolves to the tool
     now exposed as ``github__new_issue``; suggestions only ever use the item name.
@@ -214,6 +218,8 @@ class NameEntry:
     aliases: tuple[str, ...] = ()
     """Other item names that resolve to this entry as a mistaken name would (by every rule but
     the exact one), never suggested: the upstream's own name of an item an override renamed."""
+    app_only: bool = False
+    """For its server's app only (``apps.app_only``): matched by exact names alone, never suggested."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +313,9 @@ class Resolver:
             keys: set[str] = set()
             # An alias (the upstream's own name of a renamed item) is matched as the item's name is.
             for item in (target.item, *(target.entry.aliases if target.entry is not None else ())):
+                self._bare_exact.add(item, number)
+                if target.entry is not None and target.entry.app_only:
+                    continue  # its exact names only
                 raw_full = server + separator + item
                 sanitized_full = sanitize(server) + separator + sanitize(item)
                 keys |= {normalize(raw_full), normalize(sanitized_full), normalize(server) + normalize(item)}
@@ -315,10 +324,9 @@ class Resolver:
                     for full in (raw_full, sanitized_full):
                         if full != target.entry.exposed:
                             self._unshortened.add(full, number)
-                self._bare_exact.add(item, number)
                 self._bare_normalized.add(normalize(item), number)
                 self._bare_normalized.add(normalize(sanitize(item)), number)
-            if target.entry is not None:
+            if target.entry is not None and not target.entry.app_only:
                 keys.add(normalize(target.entry.exposed))
                 self._server_tools.setdefault(server, []).append(number)
             for key in sorted(keys):
@@ -471,7 +479,8 @@ class Resolver:
     def _build_fuzzy(self, visible_count: int) -> None:
         # Everything here is indexed by rank in exposed-name order, so that ties (and the
         # limits of process.extract) never depend on the order the entries came in.
-        ranked = sorted(self._targets[:visible_count], key=lambda t: t.entry.exposed if t.entry else "")
+        offered = [t for t in self._targets[:visible_count] if t.entry is not None and not t.entry.app_only]
+        ranked = sorted(offered, key=lambda t: t.entry.exposed if t.entry else "")
         self._fz_names = [t.entry.exposed if t.entry else "" for t in ranked]
         self._fz_whole = [normalize(t.server) + normalize(t.item) for t in ranked]
         self._fz_item = [normalize(t.item) for t in ranked]
@@ -490,7 +499,7 @@ class Resolver:
         self._fz_server_items = [[self._fz_item[rank] for rank in server_ranks[server]] for server in servers]
 
     def suggest(self, called: str, limit: int = 5) -> tuple[str, ...]:
-        """Up to ``limit`` exposed names close to ``called``, best first; never hidden ones."""
+        """Up to ``limit`` exposed names close to ``called``, best first; never hidden or app-only ones."""
         if limit <= 0 or not normalize(called) or not self._fz_whole:
             return ()
         server_part, tool_part, whole_part, server_matched = self._split(called)
