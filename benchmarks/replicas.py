@@ -22,11 +22,18 @@ Prints what every call got, per era: ok results, isError results, errors the cli
 until new calls succeeded again; which replicas served whom (stateless requests spread,
 sessions stick). ``--json FILE`` writes all of it, every call included.
 
+Each upstream writes down every call it receives (its ledger, benchmarks/replicas_upstream.py),
+so a failed call is judged by where it went: lost in flight on the killed replica (it began
+before the replica was gone, and reached it or no replica at all: expected), lost with its
+2025-era session (the session lived on it: expected), or a new-call failure (begun after the
+replica was gone, or having reached a live replica): see benchmarks/replicas_report.py.
+
 Exit status 1 when a call or opening hung, an answer was wrong, a session's calls were
-served by two replicas, or new calls did not all succeed again within ``--recover-within``
-seconds of the kill; 2 when the replicas or HAProxy could not be started. Every process it
-starts is stopped on the way out, Ctrl-C included; the run's files (config, logs) are kept
-with ``--keep``.
+served by two replicas, a call reached an upstream twice (it was sent again), a new call or
+client opening failed around a kill, or new calls did not all succeed again within
+``--recover-within`` seconds of the kill; 2 when the replicas or HAProxy could not be
+started. Every process it starts is stopped on the way out, Ctrl-C included; the run's files
+(config, logs, the upstreams' ledgers) are kept with ``--keep``.
 """
 
 from __future__ import annotations
@@ -102,6 +109,19 @@ class Processes:
             log.close()
         self.started[name] = process
         return process
+
+    @property
+    def ledger(self) -> Path:
+        """The folder where each replica's upstream names the calls it received (``REPLICA.calls``)."""
+        return self.directory / "ledger"
+
+    def reached(self) -> dict[str, list[str]]:
+        """Call text -> the replicas whose upstream received it, once per receipt."""
+        seen: dict[str, list[str]] = {}
+        for path in sorted(self.ledger.glob("*.calls")):
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                seen.setdefault(line, []).append(path.stem)
+        return seen
 
     def log_tail(self, name: str, lines: int = 15) -> str:
         path = self.directory / f"{name}.log"
@@ -201,7 +221,11 @@ def write_config(path: Path, front: int, drain_grace: float, tokens: int) -> Non
             SERVER: {
                 "command": sys.executable,
                 "args": [str(UPSTREAM)],
-                "env": {"PATCHBAY_REPLICA": "${PATCHBAY_REPLICA}", "PATCHBAY_REPLICAS_RUN": "${PATCHBAY_REPLICAS_RUN}"},
+                "env": {
+                    "PATCHBAY_REPLICA": "${PATCHBAY_REPLICA}",
+                    "PATCHBAY_REPLICAS_RUN": "${PATCHBAY_REPLICAS_RUN}",
+                    "PATCHBAY_REPLICAS_LEDGER": "${PATCHBAY_REPLICAS_LEDGER}",
+                },
             }
         },
         "patchbay": {"startup_wait": 20},
@@ -238,6 +262,8 @@ def start(args: argparse.Namespace, processes: Processes) -> Setup:
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHBAY_")}
     base["PATCHBAY_REPLICAS_RUN"] = processes.run_id
+    processes.ledger.mkdir()
+    base["PATCHBAY_REPLICAS_LEDGER"] = str(processes.ledger)
     base["PATCHBAY_STATE_KEY"] = secrets.token_urlsafe(48)
     base |= {f"PATCHBAY_REPLICAS_TOKEN_{i}": token for i, token in enumerate(tokens)}
     for name in names:
@@ -397,6 +423,11 @@ async def kill_replica(event: Event, setup: Setup, processes: Processes, t0: flo
     event.notes["upstream_pids"] = upstreams
     if event.kind != "SIGKILL":
         return
+    # A killed process lives on for some milliseconds (the kernel frees its memory, then closes
+    # its sockets): a connection made meanwhile is accepted, and its request lost with the calls
+    # in flight. Reaped means gone, sockets closed: from then on a connection to it is refused.
+    reaped = await anyio.to_thread.run_sync(_reaped_at, process)
+    event.notes["gone_after"] = round(reaped - t0 - event.at, 4)
     # The replica's stdio upstream must not outlive it (the proxy's watchdog stops it).
     began = time.monotonic()
     while time.monotonic() - began < 10:
@@ -406,6 +437,12 @@ async def kill_replica(event: Event, setup: Setup, processes: Processes, t0: flo
         await anyio.sleep(0.05)
     else:
         event.notes["upstream_gone_after"] = None
+
+
+def _reaped_at(process: subprocess.Popen[bytes]) -> float:
+    """When the process ended, read in the thread that waits for it (the event loop may lag)."""
+    process.wait()
+    return time.monotonic()
 
 
 async def term_replica(event: Event, setup: Setup, processes: Processes, t0: float) -> None:
@@ -438,6 +475,7 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
         clock=lambda: time.monotonic() - t0,
         session_calls=args.session_calls,
         sleep_share=args.sleep_share,
+        progress_share=args.progress_share,
         ask_share=args.ask_share,
         tool_prefix=f"{SERVER}__",
         seed=args.seed,
@@ -469,6 +507,10 @@ async def drive(args: argparse.Namespace, setup: Setup, processes: Processes) ->
     for opening in run.record.openings:
         if opening.outcome == "":
             opening.end, opening.outcome, opening.detail = elapsed, "hang", "still opening when the run ended"
+
+    reached = processes.reached()
+    for call in run.record.calls:
+        call.reached = reached.get(call.serial, [])
 
     for name in setup.names:
         if processes.started[name].poll() is None:
@@ -502,6 +544,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--modern", type=int, default=4, help="2026-07-28 clients (stateless; default 4)")
     parser.add_argument("--session-calls", type=int, default=25, help="calls per 2025-era session (default 25)")
     parser.add_argument("--sleep-share", type=float, default=0.3, help="share of calls to the slow tool (0.05-0.4 s)")
+    parser.add_argument(
+        "--progress-share",
+        type=float,
+        default=0.5,
+        help="share of slow-tool calls that ask for progress: answered as an SSE stream from the start (default 0.5)",
+    )
     parser.add_argument(
         "--ask-share",
         type=float,

@@ -49,6 +49,12 @@ class Call:
     outcome: str = ""  # ok | isError | error | hang | wrong
     detail: str = ""
     replica: str = ""
+    progress: bool = False
+    """Asked for progress (a ``sleep`` call answered as an SSE stream from its start)."""
+    serial: str = ""
+    """The call's text, unique in the run: the upstream's ledger names it (replicas_upstream.py)."""
+    reached: list[str] = field(default_factory=list[str])
+    """The replicas whose upstream received the call, once per receipt (filled after the run)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
@@ -84,6 +90,10 @@ class Plan:
     session_calls: int = 25
     sleep_share: float = 0.3
     sleep_ms: tuple[int, int] = (50, 400)
+    progress_share: float = 0.5
+    """Share of ``sleep`` calls that ask for progress: the upstream sends one notification at
+    once, so the gateway answers them as an SSE stream from the start (others get plain JSON
+    at the end)."""
     ask_share: float = 0.0
     tool_prefix: str = ""
     seed: int = 1
@@ -128,6 +138,10 @@ def judge(result: types.CallToolResult, tool: str, text: str) -> tuple[str, str,
     if rest != expected:
         return "wrong", first[:160], replica
     return "ok", "", replica
+
+
+async def _progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
 
 
 async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -177,13 +191,26 @@ async def _one_client(
                     while plan.clock() < plan.end_at and (era == MODERN or opening.calls < plan.session_calls):
                         serial = f"{era[:4]}-{index}-{number}-{opening.calls}"
                         tool, arguments, text = _pick(rng, plan, era, serial)
-                        call = Call(era=era, tool=tool, worker=index, client=number, start=plan.clock())
+                        progress = tool == "sleep" and rng.random() < plan.progress_share
+                        call = Call(
+                            era=era,
+                            tool=tool,
+                            worker=index,
+                            client=number,
+                            start=plan.clock(),
+                            serial=text,
+                            progress=progress,
+                        )
                         record.calls.append(call)
                         opening.calls += 1
                         result: types.CallToolResult | None = None
                         try:
                             with anyio.move_on_after(plan.call_timeout) as bound:
-                                result = await client.call_tool(plan.tool_prefix + tool, arguments)
+                                result = await client.call_tool(
+                                    plan.tool_prefix + tool,
+                                    arguments,
+                                    progress_callback=_progress if progress else None,
+                                )
                         except Exception as exc:
                             call.end, call.outcome, call.detail = plan.clock(), "error", describe(exc)
                             call = None

@@ -1,11 +1,29 @@
 """What scripts/replicas saw, judged and printed: pure functions over the run's records.
 
 The one definition that needs saying: "new calls succeed again after X s" is, for a kill at
-time K, the start of the first ok call that began after the last failed call begun at or after
-K (failed openings of new clients count as failed calls), minus K. Zero when no call begun
+time K (for a SIGKILL, when the process was gone: below), the start of the first ok call that
+began after the last failed call begun at or after K (failed openings of new clients count as
+failed calls), minus the signal's time. Zero when no call begun
 after K failed; none when failures went on to the end of the window (the next event or the
 end of the run). Calls to ``ask`` (multi-round-trip, whose retry may land on another replica)
 are reported apart and left out of it.
+
+Each call that did not end ok around an event (SIGKILL, SIGSTOP, SIGTERM of replica R at K) is
+one of:
+
+- lost in flight: it began before K, and reached R's upstream or no upstream at all (it was on
+  its way to R, or in R). Expected: a dead replica takes its calls with it. For a SIGKILL, K is
+  when R's process was gone (reaped, so its sockets closed), not the signal: a killed process
+  lives on for milliseconds (tens under load) while the kernel frees it, and a connection made
+  to it meanwhile is accepted and then reset, its request as lost as one in flight (nothing can
+  tell the balancer it was never read). The driver sees the reap a little late (a thread's
+  wake-up), and those calls are counted apart in the report.
+- lost with its session: a 2025-era session opened before K, that lived on R: its next call can
+  only fail (no other replica knows the session) and the client opens a new one. Expected too.
+- a new-call failure: any other, i.e. a call begun at or after K, or one that reached a live
+  replica's upstream. Nothing but R died, so such a call should have been sent to a live
+  replica and succeeded; each one fails the run (as does a client opening begun after K that
+  failed). Which upstreams a call reached comes from their ledger (benchmarks/replicas_upstream.py).
 """
 
 from __future__ import annotations
@@ -55,11 +73,56 @@ def _rows(calls: list[Call]) -> list[dict[str, Any]]:
     return rows
 
 
-def _recovery(at: float, until: float, replica: str, calls: list[Call], openings: list[Opening]) -> dict[str, Any]:
-    """What the calls around one event got; see the module's docstring for "succeed again"."""
+def _fate(call: Call, at: float, replica: str, lost_session: bool) -> str:
+    """in_flight | session | new: see the module's docstring."""
+    if any(r != replica for r in call.reached):
+        return "new"
+    if call.start < at or replica in call.reached:
+        return "in_flight"
+    return "session" if lost_session else "new"
+
+
+def _failure(call: Call, at: float) -> dict[str, Any]:
+    return {
+        "after_ms": round((call.start - at) * 1000, 1),
+        "era": call.era,
+        "tool": call.tool,
+        "outcome": call.outcome,
+        "detail": call.detail,
+        "reached": call.reached,
+    }
+
+
+def _seen(lost: list[Call], at: float) -> list[dict[str, Any]]:
+    """What the calls lost in flight got, by era, answer (SSE from the start, or JSON) and
+    error, with when they ended after the event (median, max)."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for call in lost:
+        answer = "SSE" if call.progress else "JSON"
+        groups.setdefault((call.era, answer, call.detail), []).append((call.end - at) * 1000)
+    return [
+        {
+            "era": era,
+            "answer": answer,
+            "detail": detail,
+            "count": len(ended),
+            "ended_after_ms_median": round(statistics.median(ended), 1),
+            "ended_after_ms_max": round(max(ended), 1),
+        }
+        for (era, answer, detail), ended in sorted(groups.items())
+    ]
+
+
+def _recovery(
+    at: float, until: float, replica: str, calls: list[Call], openings: list[Opening], *, gone: float | None = None
+) -> dict[str, Any]:
+    """What the calls around one event got; see the module's docstring for "succeed again" and
+    for what counts as lost and what as a new-call failure. ``gone``: when a killed replica's
+    process was reaped (its sockets closed), if known; calls begun before it count as in flight."""
     opened = {(o.era, o.worker, o.client): o for o in openings}
-    in_flight = [c for c in calls if c.start < at <= c.end]
-    window = [c for c in calls if at <= c.start and c.end <= until and c.tool != "ask"]
+    cut = max(at, gone) if gone is not None else at
+    in_flight = [c for c in calls if c.start < cut and at <= c.end]
+    window = [c for c in calls if cut <= c.start and c.end <= until and c.tool != "ask"]
 
     def lost(call: Call) -> bool:
         # A 2025-era session opened before the event on the replica it took down: its next call
@@ -67,10 +130,18 @@ def _recovery(at: float, until: float, replica: str, calls: list[Call], openings
         session = opened[(call.era, call.worker, call.client)]
         return call.era == LEGACY and session.start < at and set(session.replicas) <= {replica}
 
+    # In flight at this event, or begun after it and over before the next one (a call in flight at
+    # the next event is that one's).
+    failed = [c for c in [*in_flight, *window] if c.outcome != "ok" and c.tool != "ask"]
+    fates = {id(c): _fate(c, cut, replica, lost(c)) for c in failed}
+    lost_in_flight = [c for c in failed if fates[id(c)] == "in_flight"]
+    new_failures = sorted((c for c in failed if fates[id(c)] == "new"), key=lambda c: c.start)
     lost_calls = [c for c in window if lost(c)]
     new = [c for c in window if not lost(c)]
     failed_new = [c for c in new if c.outcome != "ok"]
-    failed_openings = [o for o in openings if at <= o.start < until and o.outcome not in ("ok", "close-hang")]
+    failed_openings = [
+        o for o in openings if cut <= o.start and o.end <= until and o.outcome not in ("ok", "close-hang")
+    ]
     failed_starts = [c.start for c in failed_new] + [o.start for o in failed_openings]
     recovered: float | None
     if not failed_starts:
@@ -84,11 +155,23 @@ def _recovery(at: float, until: float, replica: str, calls: list[Call], openings
         "in_flight_by_era": {
             era: dict(Counter(c.outcome for c in in_flight if c.era == era)) for era in (LEGACY, MODERN)
         },
+        "lost_in_flight": len(lost_in_flight),
+        "lost_in_flight_reached": sum(1 for c in lost_in_flight if replica in c.reached),
+        "lost_in_flight_dying": sum(1 for c in lost_in_flight if c.start >= at),
+        "lost_in_flight_seen": _seen(lost_in_flight, at),
+        "openings_in_flight_failed": sum(
+            1 for o in openings if o.start < cut and at <= o.end and o.outcome not in ("ok", "close-hang")
+        ),
         "lost_sessions": len({(c.worker, c.client) for c in lost_calls if c.outcome != "ok"}),
         "lost_session_calls": dict(Counter(c.outcome for c in lost_calls)),
         "new_calls": len(new),
         "new_failed": dict(Counter((c.era, c.outcome) for c in failed_new).most_common()),
         "new_failed_openings": len(failed_openings),
+        "new_failures": [_failure(c, at) for c in new_failures],
+        "new_failed_opening_list": [
+            {"after_ms": round((o.start - at) * 1000, 1), "era": o.era, "outcome": o.outcome, "detail": o.detail}
+            for o in sorted(failed_openings, key=lambda o: o.start)
+        ],
         "first_failure_after": (min(failed_starts) - at) if failed_starts else None,
         "last_failure_after": (max(failed_starts) - at) if failed_starts else None,
         "recovered_after": recovered,
@@ -107,6 +190,11 @@ def _git_commit() -> str:
         return out.stdout.strip()
     except OSError:
         return ""
+
+
+def _gone(event: Any) -> float | None:
+    after = event.notes.get("gone_after")
+    return None if after is None else event.at + after
 
 
 def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, ready_in: float) -> dict[str, Any]:
@@ -131,7 +219,7 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
                 "at": event.at,
                 "haproxy_down_after": down,
                 **event.notes,
-                **_recovery(event.at, until, event.replica, calls, openings),
+                **_recovery(event.at, until, event.replica, calls, openings, gone=_gone(event)),
             }
         )
 
@@ -186,6 +274,22 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
     )
     ok_calls = sum(1 for c in calls if c.outcome == "ok")
     check("calls succeeded", ok_calls > 0, f"{ok_calls} ok")
+    twice = [c for c in calls if len(c.reached) > 1]
+    unseen = [c for c in calls if c.outcome == "ok" and c.replica not in c.reached]
+    check(
+        "no call reached an upstream twice (none was sent again)",
+        not twice and not unseen,
+        "; ".join(
+            part
+            for part in (
+                f"{len(twice)} reached two: " + ", ".join(f"{c.serial} {c.reached}" for c in twice[:3])
+                if twice
+                else "",
+                f"{len(unseen)} ok calls missing from the upstreams' ledger" if unseen else "",
+            )
+            if part
+        ),
+    )
     for event in events:
         if event["kind"] != "SIGTERM":
             recovered = event["recovered_after"]
@@ -194,6 +298,14 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
                 f"of {event['replica']}",
                 recovered is not None and recovered <= args.recover_within,
                 "never" if recovered is None else f"{recovered:.2f} s",
+            )
+        if event["kind"] != "SIGTERM":
+            calls_failed, openings_failed = len(event["new_failures"]), event["new_failed_openings"]
+            check(
+                f"no new call failed at the {event['kind']} of {event['replica']} (only calls in flight on it lost)",
+                calls_failed + openings_failed == 0,
+                f"{event['lost_in_flight']} lost in flight; new: {calls_failed} calls and {openings_failed} "
+                "client openings failed",
             )
         if event["kind"] == "SIGKILL":
             gone = event.get("upstream_gone_after")
@@ -232,6 +344,7 @@ def summarize(args: argparse.Namespace, setup: Any, run: Any, elapsed: float, re
             "call_timeout": args.call_timeout,
             "session_calls": args.session_calls,
             "sleep_share": args.sleep_share,
+            "progress_share": args.progress_share,
             "ask_share": args.ask_share,
             "seed": args.seed,
         },
@@ -302,6 +415,11 @@ def render(summary: dict[str, Any]) -> str:
         if event["haproxy_down_after"] is not None:
             lines.append(f"  HAProxy marked it down after {_s(event['haproxy_down_after'])}")
         if event["kind"] == "SIGKILL":
+            if event.get("gone_after") is not None:
+                lines.append(
+                    f"  its process was gone (reaped, its sockets closed) {event['gone_after'] * 1000:.1f} ms after "
+                    "the signal; calls begun before then count as in flight"
+                )
             gone = event.get("upstream_gone_after")
             lines.append(
                 f"  its stdio upstream {event.get('upstream_pids')} exited after {_s(gone)}"
@@ -314,14 +432,33 @@ def render(summary: dict[str, Any]) -> str:
                 f"{event.get('exit_code')} after {_s(event.get('exited_after'))}"
             )
         in_flight = ", ".join(f"{n} {k}" for k, n in sorted(event["in_flight"].items())) or "none"
-        lines.append(f"  calls in flight at that moment: {in_flight}")
-        failed = ", ".join(f"{era} {outcome} x{n}" for (era, outcome), n in event["new_failed"].items()) or "none"
+        lines.append(f"  calls in flight at that moment (or begun before the process was gone): {in_flight}")
+        reached = event["lost_in_flight_reached"]
+        lines.append(
+            f"  lost in flight on {event['replica']} (expected): {event['lost_in_flight']} "
+            f"({reached} had reached its upstream, {event['lost_in_flight'] - reached} had not; "
+            f"{event['lost_in_flight_dying']} began after the signal, before the process was gone); "
+            f"client openings in flight that failed: {event['openings_in_flight_failed']}"
+        )
+        for item in event["lost_in_flight_seen"]:
+            lines.append(
+                f"    {item['count']:>3}  {item['era']} ({item['answer']} answer): {item['detail']}, ended "
+                f"{item['ended_after_ms_median']:.0f} ms after it (max {item['ended_after_ms_max']:.0f} ms)"
+            )
         lost = ", ".join(f"{n} {k}" for k, n in sorted(event["lost_session_calls"].items())) or "none"
         lines.append(f"  2025-era sessions lost with it: {event['lost_sessions']} (their calls after it: {lost})")
+        failures = event["new_failures"]
         lines.append(
-            f"  other calls begun after it: {event['new_calls']}, failed: {failed}; "
-            f"failed client openings: {event['new_failed_openings']}"
+            f"  NEW-CALL FAILURES (begun once it was gone, or on a live replica): {len(failures)} of "
+            f"{event['new_calls']} calls, {event['new_failed_openings']} client openings"
         )
+        for item in failures[:8]:
+            lines.append(
+                f"    {item['after_ms']:+.1f} ms  {item['era']} {item['tool']} {item['outcome']}: {item['detail']}"
+                f" (reached: {', '.join(item['reached']) or 'no upstream'})"
+            )
+        for item in event["new_failed_opening_list"][:4]:
+            lines.append(f"    {item['after_ms']:+.1f} ms  {item['era']} opening {item['outcome']}: {item['detail']}")
         lines.append(
             f"  new calls succeed again after {_s(event['recovered_after'])} "
             f"(failures began after {_s(event['first_failure_after'])}, "

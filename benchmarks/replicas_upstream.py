@@ -8,17 +8,23 @@ its name through the config's ``env``), so the driver sees which replica served 
 
 - ``echo {text}``: answers at once with ``REPLICA:text``;
 - ``sleep {ms, text}``: answers ``REPLICA:text`` after ``ms`` milliseconds (calls in flight
-  when a replica is killed);
+  when a replica is killed); asked for progress, it first sends one notification, so that the
+  gateway's answer is an SSE stream from the start (a plain JSON answer otherwise);
 - ``ask {text}``: asks the client for a sampling answer (``sampling/createMessage``: a
   2025-era server request), then answers ``REPLICA:text:ANSWER``. A 2026-07-28 client gets it
   through the gateway as a multi-round-trip call (an input-required result, then its retry).
+
+With ``$PATCHBAY_REPLICAS_LEDGER`` (a folder), each call's text is written to ``REPLICA.calls``
+there, one line per call as it arrives, before it runs: the driver learns which replicas a
+call reached (a failed call too, or one sent twice) even when the replica was killed.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 import mcp_types as types
@@ -31,6 +37,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 REPLICA = os.environ.get("PATCHBAY_REPLICA", "?")
+LEDGER = os.environ.get("PATCHBAY_REPLICAS_LEDGER", "")
 
 TEXT = {"type": "string", "description": "Sent back after the replica's name."}
 TOOLS = [
@@ -64,12 +71,25 @@ async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> t
     return types.ListToolsResult(tools=TOOLS)
 
 
+def _ledger() -> TextIO | None:
+    if not LEDGER:
+        return None
+    # Line-buffered: each line is written out as the call arrives; the replica may die any moment.
+    return Path(LEDGER, f"{REPLICA}.calls").open("a", buffering=1, encoding="utf-8")
+
+
+_LEDGER_FILE = _ledger()
+
+
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     arguments = params.arguments or {}
     text = str(arguments.get("text", ""))
+    if _LEDGER_FILE is not None:
+        _LEDGER_FILE.write(text.replace("\n", " ") + "\n")
     if params.name == "echo":
         return _text(f"{REPLICA}:{text}")
     if params.name == "sleep":
+        await ctx.session.report_progress(0, 1)  # a no-op unless the call asked for progress
         await anyio.sleep(int(arguments.get("ms", 0)) / 1000)
         return _text(f"{REPLICA}:{text}")
     if params.name == "ask":
