@@ -54,7 +54,10 @@ Modules, by what they own:
   completion, logging level, roots), ``exposure`` (what the client lists: every tool, or
   search mode's ``find_tools`` and its two call routes, ``call_read`` and ``call_tool``;
   ``own_tools`` owns their definitions as JSON values), ``status`` (the one owner of the
-  status: counts, what a caller may see of it, its resource and tool).
+  status: counts, what a caller may see of it, its resource and tool), ``tasks/`` (a tool call
+  answered later: run by its upstream or by the proxy, ``tasks/*`` under the proxy's own sealed
+  ids, each task its caller's, bounded; a plain call of a tool whose upstream requires a task,
+  run as one and waited for).
 - Pure cores, values in and out: ``config/`` (the file: models, settings, gateway settings,
   profiles, loading, ``${VAR}``, what the proxy holds for its own use and no upstream inherits,
   problem wording, self-reference), ``naming`` (exposed names and resolution),

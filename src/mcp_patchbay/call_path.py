@@ -31,6 +31,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.apps import app_only
 from mcp_patchbay.capabilities import takes_url_elicitation
 from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.client_channel import SessionChannel
@@ -163,7 +164,8 @@ class ToolPath:
         ``named_as_data``: the name came as a call route's argument, so a name that cannot be
         resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call).
         ``reads_only``: it came through the read route, which runs only a tool that says it only
-        reads (else ``NOT_READ_ONLY``, nothing sent)."""
+        reads (else ``NOT_READ_ONLY``, nothing sent). A call route never runs a tool for its
+        server's app only (``apps.app_only``: ``TOOL_NOT_AVAILABLE``); the app calls it directly."""
         started = time.monotonic()
         view = self.views.view()
         target = view.catalog.by_exposed.get(called)
@@ -204,6 +206,14 @@ class ToolPath:
             upstream = self.supervisor.upstreams.get(target.server)
             if upstream is not None and not upstream.running:
                 target = await self._started(upstream, target, called, view)
+            if named_as_data and app_only(target.definition):
+                raise ClientError(
+                    Code.TOOL_NOT_AVAILABLE,
+                    f"'{target.exposed}' is called by its server's app (the user interface the host shows), "
+                    "not by the model. Use another tool.",
+                    server=target.server,
+                    tool=target.upstream_name,
+                )
             if reads_only and not reads_only_tool(target.definition):
                 from mcp_patchbay.own_tools import read_route
 

@@ -7,7 +7,7 @@ clients give up sooner. So on stdio the proxy's very first act, before it even r
 config, is to start ``EarlyHandshake``: a thread that reads stdin and answers a well-formed
 ``initialize`` itself, within milliseconds of the spawn. The answer does not depend on the
 config or the upstreams: the proxy's capabilities are the same for every config (tools,
-resources with subscriptions, prompts, all with ``listChanged``; completions; logging), it
+resources with subscriptions, prompts, all with ``listChanged``; completions; logging; tasks), it
 has no instructions, and the protocol version is negotiated as the SDK does (the version
 asked for when it is one of ``HANDSHAKE_VERSIONS``, else the latest).
 
@@ -72,9 +72,11 @@ CAPABILITIES: dict[str, Any] = {
     "logging": {},
     "prompts": {"listChanged": True},
     "resources": {"listChanged": True, "subscribe": True},
+    "tasks": {"cancel": {}, "list": {}, "requests": {"tools": {"call": {}}}},
     "tools": {"listChanged": True},
 }
-"""What ``server.Proxy``'s SDK server declares, for every config."""
+"""What ``server.Proxy``'s SDK server declares, for every config (``tasks``: any tool may be called
+as a task, run by its upstream or by the proxy: ``tasks.capabilities``)."""
 
 MAX_EARLY_LINE = 65_536
 """An ``initialize`` line longer than this is left to the SDK's path (with its own bounds)."""

@@ -11,7 +11,8 @@ hand-offs) is pure cost, so the transport offers every message it reads to
   2026-07-28 protocol, which has no handshake) nothing is taken: the SDK serves it all;
 - after it, a well-formed ``tools/call`` runs here, in a plain asyncio task of its own
   (an anyio task group's ``start_soon`` cost five times as much a call), through the
-  same ``Proxy.run_tool`` (``call_path.ToolPath.run``) as the SDK's path, and its answer is written as JSON;
+  same ``Proxy.run_tool`` (``call_path.ToolPath.run``) as the SDK's path, and its answer is written as JSON
+  (a call asking for a task is not taken: its answer is a ``CreateTaskResult``, ``tasks``);
 - a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
   by the cancelled call); a cancelled call gets no answer, as the protocol asks;
 - anything else, malformed calls included, goes on to the SDK, which answers it.
@@ -115,6 +116,8 @@ class CallLane:
         if not self.open or self._send is None or not is_request_id(request_id) or not isinstance(params, dict):
             return False
         values = cast("dict[str, Any]", params)
+        if "task" in values:
+            return False  # the SDK's path, where tasks.Tasks answers it
         name, arguments, meta = values.get("name"), values.get("arguments"), values.get("_meta")
         if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
             return False  # the SDK answers it with its usual invalid-params error

@@ -57,6 +57,9 @@ class ToolCall:
     excused: Callable[[], bool] | None = None
     """True when the proxy refused a request the server made for this call (a sampling request
     it could not route): a failure is then not the server's, and does not trip its breaker."""
+    task: dict[str, Any] | None = None
+    """The ``task`` the client's call carried, for an upstream that runs it as a task (``tasks``):
+    the answer is then its ``CreateTaskResult``."""
 
 
 RawResult = dict[str, Any]

@@ -10,7 +10,9 @@ SDK's low-level ``Server`` and routes its handlers to the modules that own each 
   streams and their quotas;
 - ``passthrough``: resources, prompts, completion, logging level, roots (their JSON-RPC
   errors are its own: those requests have no result form for an error);
-- ``status``: the status resource and tool, as the caller may see them.
+- ``status``: the status resource and tool, as the caller may see them;
+- ``tasks``: a task-augmented ``tools/call`` and ``tasks/*`` (server middleware: its answer is
+  no ``CallToolResult``).
 
 What upstreams ask of the client (sampling, elicitation, roots, notifications) goes
 through ``client_channel``; a 2026-07-28 client is asked through its call (``rounds``).
@@ -33,6 +35,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary
 from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay import __version__
 from mcp_patchbay.call_path import CallObserver, ToolPath
@@ -49,6 +52,9 @@ from mcp_patchbay.rounds import Rounds
 from mcp_patchbay.spawn import Prespawned
 from mcp_patchbay.status import visible
 from mcp_patchbay.supervisor import Supervisor
+from mcp_patchbay.tasks import EXTENSION as TASKS_EXTENSION
+from mcp_patchbay.tasks import Tasks, UpdateTaskParams
+from mcp_patchbay.tasks import capabilities as task_capabilities
 from mcp_patchbay.transports import Connector
 from mcp_patchbay.views import AccessFor, Views
 
@@ -70,6 +76,22 @@ class _ProxyServer(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """With ``tasks`` on the handshake's eras (2026-07-28 has the tasks extension instead)."""
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if protocol_version is None or protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            capabilities.tasks = task_capabilities()
+        return capabilities
 
 
 class Proxy:
@@ -159,9 +181,21 @@ class Proxy:
             outboxes=self.outboxes,
         )
         """The tool path, both lanes, and the error edge."""
+        self.tasks = Tasks(
+            self.settings,
+            self.supervisor,
+            self.tools,
+            self._state_security.codec,
+            identity_of=self._identity_of,
+            outboxes=self.outboxes,
+        )
+        """Tasks: run by upstreams or by the proxy, each its caller's."""
+        self.tools.tasks = self.tasks
+        self.supervisor.task_notices = self.tasks
         self.run_tool = self.tools.run
         """One tool call, whatever way it came (``call_path.ToolPath.run``)."""
         self.server = self._build_server()
+        self.tasks.server_info = lambda: self.server.server_info_stamp
         self.lane = CallLane(self.run_tool)
         self.tools.lane_client = lambda: self.lane.client_name
         self.tools.on_listing_changed = lambda: self.changes.on_catalog_change({"tools"})
@@ -211,6 +245,13 @@ class Proxy:
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self.passthrough.roots_changed
         )
+        # Tasks: 2025-11-25's methods, and the 2026-07-28 extension's (each answers the era it serves).
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.tasks.get)
+        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.tasks.result)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.tasks.list)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.tasks.cancel)
+        server.add_request_handler("tasks/update", UpdateTaskParams, self.tasks.update)
+        server.extensions[TASKS_EXTENSION] = {}
         # The SDK checks a 2026-07-28 call's Mcp-Param-* headers against the tool's inputSchema;
         # without this it runs a whole tools/list through the server for every call.
         server.get_tool_input_schema = self.views.input_schema
@@ -219,6 +260,7 @@ class Proxy:
         # SDK is configured in this process, which it never is.
         server.middleware = [
             self._observe,
+            self.tasks.intercept,
             refused_state_as_result,
             RequestStateBoundary(self._state_security, default_audience=AUDIENCE),
         ]
@@ -231,6 +273,7 @@ class Proxy:
             if self.outboxes is not None:
                 self.outboxes.tg = tg
             await tg.start(self.rounds.run)
+            await tg.start(self.tasks.run)
             await tg.start(self.supervisor.run)
             tg.start_soon(self.changes.run)
             tg.start_soon(self.tools.warm_index)

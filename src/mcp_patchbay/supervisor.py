@@ -58,7 +58,7 @@ from mcp_patchbay.transports import Connector
 from mcp_patchbay.trust.fingerprint import Kind
 from mcp_patchbay.trust.guard import launch_of
 from mcp_patchbay.trust.serving import Listed, ServingTrust
-from mcp_patchbay.upstream import Upstream
+from mcp_patchbay.upstream import TaskNotices, Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
 
@@ -78,6 +78,8 @@ class Supervisor:
     """Start every server now, lazy or not, and stop none idle (``check``: it is a check)."""
     listing_cache: ListingCache = field(default_factory=ListingCache)
     """The lazy servers' last listings (``places.data_dir()``; read only when a server is lazy)."""
+    task_notices: TaskNotices | None = None
+    """Where every upstream's notices about its tasks go (``tasks.Tasks``; ``Proxy`` sets it)."""
 
     upstreams: dict[str, Upstream] = field(default_factory=lambda: dict[str, Upstream]())
     catalog: Catalog = field(default_factory=Catalog)
@@ -140,6 +142,7 @@ class Supervisor:
             config_path=self.config.path,
             cached=self.listing_cache.get(entry.spec) if lazy and entry.spec is not None else None,
             forced=self.start_all,
+            task_notices=self.task_notices,
         )
         self.upstreams[entry.name] = upstream
         scope = anyio.CancelScope()

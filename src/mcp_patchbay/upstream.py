@@ -29,10 +29,11 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
+from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession, IncomingMessage
 
 from mcp_patchbay import __version__, availability
@@ -71,6 +72,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_patchbay.upstream")
 
 CLIENT_INFO = types.Implementation(name="mcp-patchbay", version=__version__)
+
+
+class TaskNotices(Protocol):
+    """Where an upstream's notices about its tasks go (``tasks.Tasks``)."""
+
+    async def status(self, server: str, params: types.TaskStatusNotificationParams) -> None: ...
+
+    async def progress(self, server: str, params: types.ProgressNotificationParams) -> bool:
+        """Whether the progress was on a token the proxy gave one of its tasks (and so is taken)."""
+        ...
 
 
 @dataclass
@@ -121,6 +132,9 @@ class Upstream:
     """This upstream's calls in flight, paused while a person answers its elicitation."""
     gate: SignInGate | None = None
     """Its OAuth sign-in, for a remote server that may ask for one (``RemoteSpec.signs_in``)."""
+    task_notices: TaskNotices | None = None
+    """Where its ``notifications/tasks/status`` and its tasks' progress go (the SDK's session
+    dispatches neither: the tasks methods are not in its tables)."""
     restart_backoff: RestartBackoff = field(init=False)
     """How long to wait before connecting again (its clock and sleep are the tests' to replace)."""
 
@@ -264,6 +278,8 @@ class Upstream:
             params["arguments"] = call.arguments
         if call.meta:
             params["_meta"] = dict(call.meta)
+        if call.task is not None:
+            params["task"] = call.task
         try:
             with self.deadlines.tracking(deadline):
                 if raw is not None:
@@ -276,6 +292,36 @@ class Upstream:
                 error = await self.gate.needed(call.tool)
             raise error from exc
         return checked_result(result, self.name, call.tool)
+
+    async def request_raw(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request and its result as JSON values, past the SDK's models (``tasks/*``, which the SDK
+        does not dispatch): started, sent and its failures translated as a tool call's are. Unbounded:
+        the caller bounds it (``tasks/result`` waits as long as the task runs). The upstream's
+        JSON-RPC error stays the raised error's ``__cause__``."""
+        with self.demand.using():
+            session = await self.ensure_started(self.settings.connect_timeout)
+            if session is None:
+                raise await self.unavailable()
+            raw, lost = self._raw, self._lost
+            try:
+                if raw is not None:
+                    return await raw.request(method, params)
+                return await send_raw(session, method, params)
+            except Exception as exc:
+                raise self._failure(exc, None, lost) from exc
+
+    def _task_bindings(self) -> list[NotificationBinding[Any]]:
+        notices = self.task_notices
+        if notices is None:
+            return []
+
+        async def status(params: types.TaskStatusNotificationParams) -> None:
+            await notices.status(self.name, params)
+
+        binding = NotificationBinding(
+            method="notifications/tasks/status", params_type=types.TaskStatusNotificationParams, handler=status
+        )
+        return [binding]
 
     async def request(
         self, request: types.ClientRequest, result_type: type[Any], *, what: str, timeout: float | None = None
@@ -479,6 +525,7 @@ class Upstream:
                         link.write,
                         client_info=CLIENT_INFO,
                         message_handler=self._on_message,
+                        notification_bindings=self._task_bindings(),
                         **callbacks,
                     )
                 )
@@ -561,6 +608,12 @@ class Upstream:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, Exception):
             self.log.warning("transport error from '%s': %s", self.name, redact(repr(message)))
+            return
+        if (
+            isinstance(message, types.ProgressNotification)
+            and self.task_notices is not None
+            and await self.task_notices.progress(self.name, message.params)
+        ):
             return
         match message:
             case types.ToolListChangedNotification():

@@ -169,6 +169,19 @@ class Settings(BaseModel, frozen=True):
     mid-call (what the lane cannot serve still goes through the SDK's client). On because it
     keeps every behaviour; ``false`` is the way around it should an upstream misbehave with it."""
 
+    task_timeout: Seconds = 600.0
+    """Seconds a tool call may run as a task: a task the proxy runs itself (the client asked for a
+    task on a tool whose server cannot run one), and the task the proxy runs and waits for on behalf
+    of a client that does not speak tasks (the tool's server requires one)."""
+
+    task_ttl: Seconds = 3600.0
+    """Longest a task and its result are kept, from its start: a client's ``ttl`` is capped to it, and
+    a task asked for without one gets it. Past it the task is forgotten (cancelled if still running)."""
+
+    max_tasks: Annotated[int, Field(ge=1)] = 64
+    """Tasks one caller may hold at once (on the gateway, each member), running or finished within
+    their ttl. A new one drops the caller's oldest finished task; when all are running it is refused."""
+
     @field_validator("registered_as")
     @classmethod
     def _check_registered_as(cls, value: str | None) -> str | None:

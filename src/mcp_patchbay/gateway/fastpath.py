@@ -27,9 +27,10 @@ It keeps what the SDK's path gives that call:
 
 Everything else goes on to the SDK's path untouched: other methods, a session it does not know
 yet, a call with progress when the gateway answers JSON only (``gateway.json_response``),
-malformed calls, and 2026-07-28 calls that carry ``requestState`` or whose client declared sampling, elicitation or
-roots (``rounds`` may suspend them). ``gateway.fast_path: false`` turns it off (read at start);
-so does ``$PATCHBAY_FAST_PATH=0``, for the benchmarks' comparison and tests, whatever the config says.
+malformed calls, calls asking for a task (``tasks``), and 2026-07-28 calls that carry ``requestState``
+or whose client declared sampling, elicitation, roots (``rounds`` may suspend them) or the tasks
+extension. ``gateway.fast_path: false`` turns it off (read at start); so does ``$PATCHBAY_FAST_PATH=0``,
+for the benchmarks' comparison and tests, whatever the config says.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from mcp_patchbay.jsonrpc import RequestId, deeper_than, is_request_id
 from mcp_patchbay.lane import LATER_CALL_FIELDS, split_meta
 from mcp_patchbay.sdk import SessionManager, holding
 from mcp_patchbay.server import Proxy
+from mcp_patchbay.tasks import EXTENSION as TASKS_EXTENSION
 
 logger = logging.getLogger("mcp_patchbay.gateway")
 
@@ -173,6 +175,8 @@ class FastPath:
         caps = connection.client_capabilities
         if caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None):
             return False
+        if caps is not None and caps.extensions is not None and TASKS_EXTENSION in caps.extensions:
+            return False  # its call may be answered with a task (tasks)
         streams = "text/event-stream" in request.headers.get("accept", "")
         if call.token is not None and (self.manager.json_response or not streams):
             return False  # progress needs a stream
@@ -332,7 +336,7 @@ def _call_of(message: dict[str, Any]) -> _Call | None:
     name, arguments, wire_meta = values.get("name"), values.get("arguments"), values.get("_meta")
     if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
         return None
-    if "requestState" in values or "inputResponses" in values:
+    if "requestState" in values or "inputResponses" in values or "task" in values:
         return None
     token, meta = split_meta(wire_meta)
     if token is None and isinstance(wire_meta, dict) and "progressToken" in wire_meta:

@@ -1,0 +1,621 @@
+"""Tasks through the proxy: a task-augmented ``tools/call``, and ``tasks/*`` answered with the proxy's ids.
+
+Who runs a task a client asks for (a 2025-11-25 call with a ``task`` field; a 2026-07-28
+call of a client that declared the tasks extension, to a tool whose upstream requires one):
+
+- an upstream that runs tasks, for a tool it lists with ``execution.taskSupport``
+  ``"optional"`` or ``"required"``: the call goes to it with its ``task`` (``ToolPath.run``,
+  so names, access rules and arguments are checked as for every call), and the proxy waits
+  for the result in the background (the upstream's ``tasks/result``) to hold it for its ttl;
+- the proxy itself for any other tool: the call runs in the background, so a long call is not
+  lost to the client's own timeout (within ``patchbay.task_timeout``).
+
+The client gets the proxy's own id (``ids``) and ``tasks/get``, ``tasks/result``, ``tasks/list``,
+``tasks/cancel`` (2026-07-28: ``tasks/get``, ``tasks/update``, ``tasks/cancel``) find the task
+only for who started it (``records.Table``). An upstream's ``notifications/tasks/status`` and
+its progress for a task reach the client that started it under the proxy's id (a 2025-era
+client: a 2026-07-28 one polls). A client that does not speak tasks, calling a tool whose
+upstream requires one, gets the final result: ``run_and_wait`` runs the task for it within
+``patchbay.task_timeout``, its status messages and progress going to the client as progress.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.request_state import RequestStateCodec
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from mcp_patchbay.catalog import CatalogTool
+from mcp_patchbay.config import RemoteSpec, Settings
+from mcp_patchbay.connection_errors import checked_result
+from mcp_patchbay.deadlines import ProgressFn
+from mcp_patchbay.errors import Code, PatchbayError, UpstreamError
+from mcp_patchbay.lane import split_meta
+from mcp_patchbay.notifications import IdentityOf
+from mcp_patchbay.outbox import Outboxes
+from mcp_patchbay.policies import RawResult, ToolCall
+from mcp_patchbay.sdk import connection_of
+from mcp_patchbay.tasks.ids import TaskRef, opened, seal
+from mcp_patchbay.tasks.records import Full, Record, Table
+from mcp_patchbay.upstream import Upstream
+
+if TYPE_CHECKING:
+    from mcp_patchbay.call_path import ToolPath
+    from mcp_patchbay.supervisor import Supervisor
+
+logger = logging.getLogger("mcp_patchbay.tasks")
+
+Request = ServerRequestContext[Any, Any]
+EXTENSION = "io.modelcontextprotocol/tasks"
+"""The 2026-07-28 tasks extension's identifier."""
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+MISSING_CAPABILITY = -32021
+POLL_MS = 1000
+"""The poll interval the proxy suggests for the tasks it runs itself."""
+_Tell = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class UpdateTaskParams(types.RequestParams):
+    """``tasks/update`` (2026-07-28): input responses for a task waiting on the client."""
+
+    task_id: str
+    input_responses: dict[str, Any] | None = None
+
+
+def capabilities() -> types.ServerTasksCapability:
+    """What the proxy declares on a handshake-era connection: every tool may be called as a task."""
+    return types.ServerTasksCapability(
+        list=types.TasksListCapability(),
+        cancel=types.TasksCancelCapability(),
+        requests=types.ServerTasksRequestsCapability(
+            tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+        ),
+    )
+
+
+def runs_tasks(upstream: Upstream, target: CatalogTool, *, required: bool = False) -> bool:
+    """Whether ``upstream`` runs ``target`` as a task (it declared tasks for tool calls and the
+    tool takes them; ``required``: the tool takes nothing else)."""
+    tasks = upstream.capabilities.tasks if upstream.capabilities is not None else None
+    if tasks is None or tasks.requests is None or tasks.requests.tools is None or tasks.requests.tools.call is None:
+        return False
+    support = target.definition.execution.task_support if target.definition.execution is not None else None
+    return support == "required" if required else support in ("optional", "required")
+
+
+class Tasks:
+    """The tasks clients started through the proxy, and the ``tasks/*`` requests about them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        supervisor: Supervisor,
+        tools: ToolPath,
+        codec: RequestStateCodec,
+        *,
+        identity_of: IdentityOf | None,
+        outboxes: Outboxes | None,
+    ) -> None:
+        self.settings = settings
+        self.supervisor = supervisor
+        self.tools = tools
+        self.codec = codec
+        self._identity_of = identity_of
+        self._outboxes = outboxes
+        self.table = Table(settings.max_tasks)
+        self.server_info: Callable[[], dict[str, Any]] = dict
+        """The 2026-07-28 ``serverInfo`` stamp (``Proxy`` sets it: a task result skips the SDK's own stamp)."""
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tokens = itertools.count(1)
+        self._progress: dict[tuple[str, str], ProgressFn] = {}
+        """(server, the progress token the proxy gave it) -> where that task's progress goes."""
+        self._watching: dict[tuple[str, str], Callable[[types.TaskStatusNotificationParams], Awaitable[None]]] = {}
+        """(server, its task id) -> told of that task's status notices (``run_and_wait``)."""
+        self._tell: dict[str, _Tell] = {}
+        """A task's id -> how its owner's session is sent a notice (2025-era clients)."""
+        self._added = anyio.Event()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The background calls and waits, and the forgetting of expired tasks, until cancelled."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            while True:
+                for record in self.table.expire():
+                    self._forget(record)
+                expiry = self.table.next_expiry()
+                self._added = anyio.Event()
+                with anyio.move_on_after(60.0 if expiry is None else max(0.0, expiry - self.table.clock()) + 0.01):
+                    await self._added.wait()
+
+    # --- a task-augmented tools/call --------------------------------------------------------
+
+    async def intercept(self, ctx: Request, call_next: CallNext) -> HandlerResult:
+        """Server middleware: a ``tools/call`` asking for a task becomes one (answered here, past the
+        SDK's check of a ``tools/call`` result, which knows no ``CreateTaskResult``)."""
+        if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
+            return await call_next(ctx)
+        values = ctx.params
+        modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
+        if modern:
+            if "requestState" in values or not _declares_extension(ctx):
+                return await call_next(ctx)
+            target = self.tools.views.view().catalog.by_exposed.get(str(values.get("name")))
+            upstream = self.supervisor.upstreams.get(target.server) if target is not None else None
+            if target is None or upstream is None or not runs_tasks(upstream, target, required=True):
+                return await call_next(ctx)
+            ttl = None
+        else:
+            task = values.get("task")
+            if not isinstance(task, dict):
+                return await call_next(ctx)
+            ttl = cast("dict[str, Any]", task).get("ttl")
+        try:
+            params = types.CallToolRequestParams.model_validate(dict(values), by_name=False)
+        except ValidationError:
+            return await call_next(ctx)  # the SDK answers it with its invalid-params error
+        record = await self.create(ctx, params, ttl if isinstance(ttl, int) and ttl > 0 else None)
+        if not modern:
+            return {"task": record.values(modern=False)}
+        stamp = {types.SERVER_INFO_META_KEY: self.server_info()}
+        return {"resultType": "task", **record.values(modern=True), "_meta": stamp}
+
+    async def create(self, ctx: Request, params: types.CallToolRequestParams, ttl: int | None) -> Record:
+        """Start the task ``params`` asks for: on its upstream when it runs tasks, else here."""
+        owner = self._owner(ctx)
+        self._room(owner)
+        ttl_ms = min(ttl or self._max_ttl_ms, self._max_ttl_ms)
+        wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
+        token, meta = split_meta(wire_meta)
+        progress = self._progress_to(ctx, token)
+        view = self.tools.views.view()
+        target = view.catalog.by_exposed.get(params.name)
+        upstream = self.supervisor.upstreams.get(target.server) if target is not None else None
+        now = self.table.clock()
+        if target is not None and upstream is not None and runs_tasks(upstream, target):
+            ours = f"pbt-{next(self._tokens)}"
+            if progress is not None:
+                self._progress[(upstream.name, ours)] = progress
+            raw = await self.tools.run(
+                params.name, params.arguments, None, {**(meta or {}), "progressToken": ours}, request=ctx,
+                task={"ttl": ttl_ms},
+            )  # fmt: skip
+            task = raw.get("task")
+            if isinstance(task, dict) and isinstance(cast("dict[str, Any]", task).get("taskId"), str):
+                task_values = cast("dict[str, Any]", task)
+                try:
+                    return self._upstream_task(
+                        ctx, upstream, task_values, owner=owner, ttl_ms=ttl_ms, now=now, token=ours, called=params.name
+                    )
+                except MCPError:  # no room after all (another task of its owner started meanwhile)
+                    self._progress.pop((upstream.name, ours), None)
+                    await _cancel_quietly(upstream, str(task_values["taskId"]))
+                    raise
+            self._progress.pop((upstream.name, ours), None)
+            record = Record(self._id(None, None, owner, now, ttl_ms), owner, upstream.name, None, now, ttl_ms)
+            self._hold(ctx, record)
+            record.finish(self.table.clock(), result=raw)  # answered at once (or refused): a finished task
+            return record
+        record = Record(self._id(None, None, owner, now, ttl_ms), owner, None, None, now, ttl_ms, POLL_MS)
+        self._hold(ctx, record)
+        assert self._tg is not None
+        self._tg.start_soon(self._run_here, record, ctx, params, meta, progress)
+        return record
+
+    def _upstream_task(
+        self,
+        ctx: Request,
+        upstream: Upstream,
+        task: dict[str, Any],
+        *,
+        owner: str | None,
+        ttl_ms: int,
+        now: float,
+        token: str,
+        called: str,
+    ) -> Record:
+        theirs = cast("int | None", task.get("ttl")) if isinstance(task.get("ttl"), int) else None
+        ttl = min(ttl_ms, theirs) if theirs is not None else ttl_ms
+        poll = task.get("pollInterval")
+        record = Record(
+            self._id(upstream.name, task["taskId"], owner, now, ttl), owner, upstream.name, task["taskId"], now, ttl,
+            poll if isinstance(poll, int) else None,
+        )  # fmt: skip
+        status, message = task.get("status"), task.get("statusMessage")
+        record.update(str(status), message if isinstance(message, str) else None, now)
+        self._hold(ctx, record)
+        assert self._tg is not None
+        self._tg.start_soon(self._collect, record, upstream, token, called)
+        return record
+
+    def _hold(self, ctx: Request, record: Record) -> Record:
+        try:
+            self.table.add(record)
+        except Full as full:
+            raise _too_many(full.args[0]) from None
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            self._tell[record.id] = self._teller(ctx)
+        self._added.set()
+        return record
+
+    async def _run_here(
+        self, record: Record, ctx: Request, params: types.CallToolRequestParams, meta: dict[str, Any] | None,
+        progress: ProgressFn | None,
+    ) -> None:  # fmt: skip
+        """A task the proxy runs: the call itself, in the background."""
+        with anyio.CancelScope() as scope:
+            record.scope = scope
+            try:
+                raw = await self.tools.run(params.name, params.arguments, progress, meta, request=ctx, long=True)
+            except MCPError as exc:  # the edge's JSON-RPC answer (unknown_tool "error", a URL elicitation)
+                error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+                await self._finished(record, error=error)
+            else:
+                await self._finished(record, result=raw)
+
+    async def _collect(self, record: Record, upstream: Upstream, token: str, called: str) -> None:
+        """Wait for an upstream task's result (its ``tasks/result`` blocks until it ends), to hold it.
+        A failure is answered as the same call's failure would be (``ToolPath.error_result``)."""
+        assert record.upstream_id is not None
+        try:
+            with anyio.CancelScope() as scope:
+                record.scope = scope
+                try:
+                    raw = await upstream.request_raw("tasks/result", {"taskId": record.upstream_id})
+                    result = checked_result(without_related(raw), upstream.name, called)
+                except PatchbayError as error:
+                    if record.status == "cancelled":
+                        await self._finished(record)
+                        return
+                    try:
+                        result = self.tools.error_result(
+                            error, called, None, upstream.name, started=record.created, request=None
+                        )
+                    except MCPError as exc:
+                        error_data = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+                        await self._finished(record, error=error_data)
+                        return
+                await self._finished(record, result=result)
+        finally:
+            self._progress.pop((upstream.name, token), None)
+
+    async def _finished(
+        self, record: Record, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
+    ) -> None:
+        if record.finish(self.table.clock(), result=result, error=error):
+            await self._notice(record)
+
+    # --- tasks/* -----------------------------------------------------------------------------
+
+    async def get(self, ctx: Request, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        modern = self._era(ctx, "tasks/get")
+        record = self._find(ctx, params.task_id)
+        if not record.done.is_set() and record.upstream_id is not None:
+            await self._refresh(record)
+        return record.values(modern=modern)
+
+    async def result(self, ctx: Request, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
+        if self._era(ctx, "tasks/result", legacy_only=True):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/result")
+        record = self._find(ctx, params.task_id)
+        await record.done.wait()
+        if record.result is not None:
+            meta = cast("dict[str, Any]", record.result.get("_meta") or {})
+            return {**record.result, "_meta": {**meta, RELATED_TASK: {"taskId": record.id}}}
+        if record.error is not None:
+            raise MCPError.from_error_data(types.ErrorData.model_validate(record.error))
+        raise MCPError(types.INVALID_PARAMS, f"Task was cancelled: it has no result ({record.message or 'cancelled'}).")
+
+    async def list(self, ctx: Request, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
+        if self._era(ctx, "tasks/list", legacy_only=True):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/list")
+        try:
+            page, cursor = self.table.page(self._owner(ctx), params.cursor if params is not None else None)
+        except ValueError:
+            raise MCPError(types.INVALID_PARAMS, "Invalid cursor for tasks/list.") from None
+        answer: dict[str, Any] = {"tasks": [record.values(modern=False) for record in page]}
+        if cursor is not None:
+            answer["nextCursor"] = cursor
+        return answer
+
+    async def cancel(self, ctx: Request, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        modern = self._era(ctx, "tasks/cancel")
+        record = self._find(ctx, params.task_id)
+        if record.terminal or record.done.is_set():
+            raise MCPError(types.INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status}'.")
+        upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
+        if record.upstream_id is not None and upstream is not None:
+            try:
+                with anyio.fail_after(self.settings.timeout):
+                    await upstream.request_raw("tasks/cancel", {"taskId": record.upstream_id})
+            except PatchbayError as error:
+                cause = error.__cause__
+                if isinstance(cause, MCPError) and cause.code == types.INVALID_PARAMS:  # it ended meanwhile
+                    await self._refresh(record)
+                    raise MCPError(types.INVALID_PARAMS, f"Cannot cancel task: {cause.message}") from None
+                logger.info("tasks/cancel of %s's task failed (%s); cancelled here", record.server, error.message)
+            except TimeoutError:
+                logger.info("tasks/cancel of %s's task had no answer; cancelled here", record.server)
+        record.update("cancelled", "The task was cancelled by request.", self.table.clock())
+        if record.scope is not None:
+            record.scope.cancel()
+        await self._finished(record)
+        return {} if modern else record.values(modern=False)
+
+    async def update(self, ctx: Request, params: UpdateTaskParams) -> dict[str, Any]:
+        """``tasks/update`` (2026-07-28): the proxy puts no input requests in its tasks, so an
+        answer is for no outstanding request and is ignored, as the extension asks."""
+        if not self._era(ctx, "tasks/update"):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/update")
+        self._find(ctx, params.task_id)
+        return {}
+
+    # --- what upstreams send --------------------------------------------------------------------
+
+    async def status(self, server: str, params: types.TaskStatusNotificationParams) -> None:
+        """An upstream's ``notifications/tasks/status``: the task's record follows, its owner is told."""
+        watcher = self._watching.get((server, params.task_id))
+        if watcher is not None:
+            await watcher(params)
+        for record in self.table.by_upstream(server, params.task_id):
+            if params.status in ("completed", "failed", "cancelled") and params.status != "cancelled":
+                continue  # its outcome comes with its result (``_collect``), told then
+            if record.update(params.status, params.status_message, self.table.clock()):
+                await self._notice(record)
+
+    async def progress(self, server: str, params: types.ProgressNotificationParams) -> bool:
+        """Progress an upstream sends on a token the proxy gave a task: whether it was one."""
+        forward = self._progress.get((server, str(params.progress_token)))
+        if forward is None:
+            return False
+        try:
+            await forward(params.progress, params.total, params.message)
+        except Exception:
+            logger.debug("could not forward progress of a task of %s", server, exc_info=True)
+        return True
+
+    # --- a client that does not speak tasks -------------------------------------------------------
+
+    def required(self, upstream: Upstream, target: CatalogTool) -> bool:
+        """Whether a plain call of ``target`` must run as a task (``run_and_wait``)."""
+        return runs_tasks(upstream, target, required=True)
+
+    async def run_and_wait(self, upstream: Upstream, call: ToolCall) -> RawResult:
+        """The call as a task on ``upstream`` and its final result, within the call's deadline
+        (``patchbay.task_timeout``). Its status messages and progress go to ``call.on_progress``;
+        a call given up (the deadline, the client's cancellation) cancels the task upstream."""
+        token = f"pbt-{next(self._tokens)}"
+        forward = _Forward(call.on_progress)
+        self._progress[(upstream.name, token)] = forward.progress
+        params: dict[str, Any] = {"name": call.tool, "task": {"ttl": self._max_ttl_ms}}
+        params["_meta"] = {**(call.meta or {}), "progressToken": token}
+        if call.arguments is not None:
+            params["arguments"] = call.arguments
+        running: str | None = None
+        deadline = call.deadline
+        try:
+            with anyio.CancelScope() as scope:
+                deadline.bind(scope)
+                created = await upstream.request_raw("tools/call", params)
+                task = created.get("task")
+                if not isinstance(task, dict) or not isinstance(cast("dict[str, Any]", task).get("taskId"), str):
+                    return checked_result(created, upstream.name, call.tool)  # it answered at once
+                running = str(cast("dict[str, Any]", task)["taskId"])
+                self._watching[(upstream.name, running)] = forward.status
+                await forward.said(cast("dict[str, Any]", task).get("statusMessage"))
+                raw = await upstream.request_raw("tasks/result", {"taskId": running})
+                running = None
+                return checked_result(without_related(raw), upstream.name, call.tool)
+            raise UpstreamError(
+                Code.TIMEOUT,
+                f"Tool '{call.tool}' on server '{call.server}' runs as a task and did not finish within "
+                f"{deadline.limit():g}s, so it was cancelled. Retry later, or tell the user the server is slow.",
+                detail=f"patchbay.task_timeout passed after {deadline.elapsed():.3f}s",
+                server=call.server,
+                tool=call.tool,
+            )
+        finally:
+            self._progress.pop((upstream.name, token), None)
+            if running is not None:
+                self._watching.pop((upstream.name, running), None)
+                with anyio.move_on_after(5.0, shield=True):
+                    await _cancel_quietly(upstream, running)
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    @property
+    def _max_ttl_ms(self) -> int:
+        return int(self.settings.task_ttl * 1000)
+
+    def _owner(self, ctx: Request) -> str | None:
+        return self._identity_of(ctx) if self._identity_of is not None else None
+
+    def _id(self, server: str | None, upstream_id: str | None, owner: str | None, now: float, ttl_ms: int) -> str:
+        return seal(self.codec, TaskRef(server, upstream_id, owner, now + ttl_ms / 1000))
+
+    def _room(self, owner: str | None) -> None:
+        held = [r for r in self.table if r.owner == owner]
+        if len(held) >= self.table.max_tasks and all(not r.done.is_set() for r in held):
+            raise _too_many(len(held))
+
+    def _era(self, ctx: Request, method: str, *, legacy_only: bool = False) -> bool:
+        """Whether ``ctx`` speaks 2026-07-28 (whose client must have declared the extension)."""
+        modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
+        if modern and not legacy_only and not _declares_extension(ctx):
+            raise MCPError(
+                MISSING_CAPABILITY,
+                "Missing required client capability",
+                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
+        return modern
+
+    def _find(self, ctx: Request, task_id: str) -> Record:
+        """The caller's task ``task_id``; another's, an expired or an unknown one is not found alike."""
+        owner = self._owner(ctx)
+        record = self.table.get(task_id, owner)
+        if record is not None:
+            return record
+        ref = opened(self.codec, task_id)
+        if ref is None or ref.owner != owner or (ref.expires is not None and ref.expires <= self.table.clock()):
+            raise MCPError(types.INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        adopted = self._adopt(ctx, task_id, ref)
+        if adopted is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                "Failed to retrieve task: Task not found here. It runs where it was started: another replica of "
+                "this gateway, or this proxy before it restarted.",
+            )
+        return adopted
+
+    def _adopt(self, ctx: Request, task_id: str, ref: TaskRef) -> Record | None:
+        """A task another replica started on a remote upstream (which every replica reaches): followed here."""
+        upstream = self.supervisor.upstreams.get(ref.server) if ref.server is not None else None
+        if upstream is None or ref.upstream_id is None or not isinstance(upstream.spec, RemoteSpec):
+            return None
+        now = self.table.clock()
+        ttl = int((ref.expires - now) * 1000) if ref.expires is not None else self._max_ttl_ms
+        record = Record(task_id, ref.owner, ref.server, ref.upstream_id, now, max(1, ttl))
+        self._hold(ctx, record)
+        assert self._tg is not None
+        self._tg.start_soon(self._collect, record, upstream, "", upstream.name)
+        return record
+
+    async def _refresh(self, record: Record) -> None:
+        """An upstream task's status now (its ``tasks/get``); on failure the last one known stands."""
+        upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
+        if upstream is None or record.upstream_id is None:
+            return
+        try:
+            with anyio.fail_after(self.settings.timeout):
+                task = await upstream.request_raw("tasks/get", {"taskId": record.upstream_id})
+        except (PatchbayError, TimeoutError) as error:
+            logger.debug("tasks/get of %s's task failed: %s", record.server, error)
+            return
+        status, message, poll = task.get("status"), task.get("statusMessage"), task.get("pollInterval")
+        if isinstance(poll, int):
+            record.poll_ms = poll
+        if status in ("working", "input_required") or status == "cancelled":
+            record.update(str(status), message if isinstance(message, str) else None, self.table.clock())
+
+    def _forget(self, record: Record) -> None:
+        """An expired task: what runs it stops, an upstream's is cancelled there, its result is dropped."""
+        self._tell.pop(record.id, None)
+        if record.done.is_set():
+            return
+        record.update("cancelled", "The task expired (its ttl passed).", self.table.clock())
+        if record.scope is not None:
+            record.scope.cancel()
+        record.finish(self.table.clock())
+        upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
+        if upstream is not None and record.upstream_id is not None and self._tg is not None:
+            self._tg.start_soon(_cancel_quietly, upstream, record.upstream_id)
+
+    def _teller(self, ctx: Request) -> _Tell:
+        """How notices reach the session of ``ctx`` after its request was answered."""
+        connection = connection_of(ctx.session)
+        outboxes = self._outboxes
+        if outboxes is not None:  # the gateway: posted, never awaited
+
+            async def post(method: str, params: dict[str, Any]) -> None:
+                outboxes.post(connection, method, params)
+
+            return post
+
+        async def send(method: str, params: dict[str, Any]) -> None:
+            await connection.outbound.notify(method, params)
+
+        return send
+
+    async def _notice(self, record: Record) -> None:
+        tell = self._tell.get(record.id)
+        if tell is None:
+            return
+        try:
+            await tell("notifications/tasks/status", record.values(modern=False))
+        except Exception:
+            logger.debug("could not send a task's status notice: the client is gone", exc_info=True)
+
+    def _progress_to(self, ctx: Request, token: Any) -> ProgressFn | None:
+        """Progress of a task for the client's token, for the task's whole life (2025-era clients)."""
+        if token is None or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return None
+        tell = self._teller(ctx)
+
+        async def forward(progress: float, total: float | None, message: str | None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            await tell("notifications/progress", params)
+
+        return forward
+
+
+class _Forward:
+    """What a client waiting on a task it did not ask for hears of it (``run_and_wait``): its
+    status messages and the upstream's progress, as progress on the client's token."""
+
+    def __init__(self, forward: ProgressFn | None) -> None:
+        self._forward = forward
+        self._count = 0.0
+        self._said: str | None = None
+        self._own_progress = False
+
+    async def said(self, message: Any) -> None:
+        if self._forward is None or self._own_progress or not isinstance(message, str) or message == self._said:
+            return
+        self._said = message
+        self._count += 1
+        await self._forward(self._count, None, message)
+
+    async def status(self, params: types.TaskStatusNotificationParams) -> None:
+        await self.said(params.status_message)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self._own_progress = True  # the upstream's own progress, from now on the only one
+        if self._forward is not None:
+            await self._forward(progress, total, message)
+
+
+def without_related(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``tasks/result`` answer less its related-task key (it names the upstream's id)."""
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or RELATED_TASK not in meta:
+        return result
+    rest = {k: v for k, v in cast("dict[str, Any]", meta).items() if k != RELATED_TASK}
+    trimmed = {k: v for k, v in result.items() if k != "_meta"}
+    return {**trimmed, "_meta": rest} if rest else trimmed
+
+
+async def _cancel_quietly(upstream: Upstream, task_id: str) -> None:
+    try:
+        await upstream.request_raw("tasks/cancel", {"taskId": task_id})
+    except Exception as exc:
+        logger.debug("tasks/cancel of %s's task %s: %s", upstream.name, task_id, exc)
+
+
+def _declares_extension(ctx: Request) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.extensions is not None and EXTENSION in caps.extensions
+
+
+def _too_many(held: int) -> MCPError:
+    return MCPError(
+        types.INTERNAL_ERROR,
+        f"You have {held} tasks running, the most one caller may hold (patchbay.max_tasks). "
+        "Wait for one to finish, or cancel one, before starting another.",
+    )
+
+
+__all__ = ["EXTENSION", "RELATED_TASK", "Tasks", "UpdateTaskParams", "capabilities", "runs_tasks", "without_related"]

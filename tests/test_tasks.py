@@ -1,0 +1,282 @@
+"""Tasks through the proxy (issue 33): a task-augmented call reaches the upstream as one, and the
+client polls, reads, lists and cancels it with the proxy's own ids; what a client that does not
+speak tasks gets; the proxy's own tasks; ids that collide upstream; limits and the ttl; the
+2026-07-28 extension. The gateway's members and replicas are in ``test_tasks_gateway``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.extension import ClientExtension, NotificationBinding, advertise
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_patchbay.sdk import send_raw
+from mcp_patchbay.server import Proxy
+from mcp_patchbay.tasks import EXTENSION
+from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, result_text, text, until
+from tests.task_upstream import RELATED, TaskUpstream
+
+pytestmark = pytest.mark.anyio
+
+
+class Heard(ClientExtension):
+    """A client that keeps the ``notifications/tasks/status`` it is sent."""
+
+    identifier = "test.patchbay/heard"
+
+    def __init__(self) -> None:
+        self.notices: list[types.TaskStatusNotificationParams] = []
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        async def keep(params: types.TaskStatusNotificationParams) -> None:
+            self.notices.append(params)
+
+        return [
+            NotificationBinding(
+                method="notifications/tasks/status", params_type=types.TaskStatusNotificationParams, handler=keep
+            )
+        ]
+
+
+async def ask(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A request as JSON values (the SDK's client models no ``CreateTaskResult`` for ``tools/call``)."""
+    return await send_raw(client.session, method, params)
+
+
+async def refused(client: Client, method: str, params: dict[str, Any]) -> MCPError:
+    with pytest.raises(MCPError) as caught:
+        await ask(client, method, params)
+    return caught.value
+
+
+@asynccontextmanager
+async def through_proxy(
+    servers: dict[str, Any], patchbay: dict[str, Any] | None = None, **client_kwargs: Any
+) -> AsyncIterator[tuple[Proxy, Client]]:
+    config = config_from({name: {"command": name} for name in servers}, {"watch": False, **(patchbay or {})})
+    memory = MemoryUpstreams({name: getattr(s, "server", s) for name, s in servers.items()})
+    async with connected(config, memory, **client_kwargs) as (proxy, client):
+        await proxy.supervisor.wait_startup()
+        yield proxy, client
+
+
+async def test_a_task_call_reaches_the_upstream_as_one_and_is_served_under_the_proxys_id() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    async with through_proxy({"ev": ev}) as (proxy, client):
+        caps = client.session.initialize_result
+        assert caps is not None and caps.capabilities.tasks is not None  # pyright: ignore[reportAttributeAccessIssue]
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["ev__research"].execution == types.ToolExecution(task_support="required")
+        created = await ask(
+            client, "tools/call", {"name": "ev__research", "arguments": {"topic": "x"}, "task": {"ttl": 60_000}}
+        )
+        task = created["task"]
+        assert ev.calls[-1]["task"] == {"ttl": 60_000}  # forwarded as a task, the arguments with it
+        assert ev.calls[-1]["arguments"] == {"topic": "x"}
+        assert task["status"] == "working" and task["ttl"] == 60_000
+        assert task["taskId"] != "task-1" and "task-1" not in task["taskId"]
+        got = await ask(client, "tasks/get", {"taskId": task["taskId"]})
+        assert got["taskId"] == task["taskId"] and got["status"] == "working"
+        await ev.say("task-1", "halfway")
+        assert (await ask(client, "tasks/get", {"taskId": task["taskId"]}))["statusMessage"] == "halfway"
+        await ev.finish("task-1", "the report")
+        result = await ask(client, "tasks/result", {"taskId": task["taskId"]})
+        assert result["content"] == [{"type": "text", "text": "the report"}]
+        assert result["_meta"][RELATED] == {"taskId": task["taskId"]}
+        listed_tasks = (await ask(client, "tasks/list", {}))["tasks"]
+        assert [(t["taskId"], t["status"]) for t in listed_tasks] == [(task["taskId"], "completed")]
+        assert len(proxy.tasks.table) == 1
+
+
+async def test_status_notices_and_progress_reach_the_client_under_the_proxys_id_and_token() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    heard = Heard()
+    progress: list[types.ProgressNotificationParams] = []
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, types.ProgressNotification):
+            progress.append(message.params)
+
+    async with through_proxy({"ev": ev}, extensions=[heard], message_handler=handler) as (_, client):
+        params = {"name": "ev__research", "task": {}, "_meta": {"progressToken": "mine"}}
+        task_id = (await ask(client, "tools/call", params))["task"]["taskId"]
+        assert ev.calls[-1]["_meta"]["progressToken"] != "mine"  # the proxy's own token goes upstream
+        await ev.say("task-1", "reading sources")
+        await until(lambda: any(n.status_message == "reading sources" for n in heard.notices))
+        await ev.progress("task-1", 0.5, "half")
+        await until(lambda: progress)
+        assert (progress[0].progress_token, progress[0].progress, progress[0].message) == ("mine", 0.5, "half")
+        await ev.finish("task-1", "done")
+        await until(lambda: any(n.status == "completed" for n in heard.notices))
+        assert {n.task_id for n in heard.notices} == {task_id}
+
+
+async def test_unknown_and_upstream_ids_are_invalid_params() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    async with through_proxy({"ev": ev}) as (_, client):
+        await ask(client, "tools/call", {"name": "ev__research", "task": {}})
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            for task_id in ("task-1", "nope", "v1.AAAA"):  # the upstream's own id is no id here
+                assert (await refused(client, method, {"taskId": task_id})).code == types.INVALID_PARAMS
+        assert (await refused(client, "tasks/list", {"cursor": "not ours"})).code == types.INVALID_PARAMS
+
+
+async def test_cancel_reaches_the_upstream_and_a_cancelled_task_stays_cancelled() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    async with through_proxy({"ev": ev}) as (_, client):
+        task_id = (await ask(client, "tools/call", {"name": "ev__research", "task": {}}))["task"]["taskId"]
+        cancelled = await ask(client, "tasks/cancel", {"taskId": task_id})
+        assert (cancelled["taskId"], cancelled["status"]) == (task_id, "cancelled")
+        assert ev.cancelled == ["task-1"]
+        assert (await refused(client, "tasks/cancel", {"taskId": task_id})).code == types.INVALID_PARAMS
+        assert (await ask(client, "tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+        assert (await refused(client, "tasks/result", {"taskId": task_id})).code == types.INVALID_PARAMS
+
+
+async def test_two_upstreams_numbering_their_tasks_alike_stay_apart() -> None:
+    a = TaskUpstream("a", {"job": "optional"})
+    b = TaskUpstream("b", {"job": "optional"})
+    async with through_proxy({"a": a, "b": b}) as (_, client):
+        first = (await ask(client, "tools/call", {"name": "a__job", "task": {}}))["task"]["taskId"]
+        second = (await ask(client, "tools/call", {"name": "b__job", "task": {}}))["task"]["taskId"]
+        assert list(a.jobs) == list(b.jobs) == ["task-1"] and first != second
+        await ask(client, "tasks/cancel", {"taskId": second})
+        assert (a.cancelled, b.cancelled) == ([], ["task-1"])
+        await a.finish("task-1", "from a")
+        assert result_text(types.CallToolResult.model_validate(await ask(client, "tasks/result", {"taskId": first})))
+        assert (await ask(client, "tasks/result", {"taskId": first}))["content"][0]["text"] == "from a"
+        assert (await ask(client, "tasks/get", {"taskId": second}))["status"] == "cancelled"
+
+
+async def test_a_client_that_does_not_speak_tasks_gets_the_final_result_with_progress() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    said: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        said.append((progress, message))
+
+    async with through_proxy({"ev": ev}) as (_, client):
+        async with anyio.create_task_group() as tg:
+
+            async def upstream_side() -> None:
+                await until(lambda: "task-1" in ev.jobs)
+                await ev.say("task-1", "analyzing")
+                await until(lambda: (2.0, "analyzing") in said)
+                await ev.finish("task-1", "final report")
+
+            tg.start_soon(upstream_side)
+            result = await client.call_tool("ev__research", {"topic": "y"}, progress_callback=on_progress)
+        assert result_text(result) == "final report" and not result.is_error
+        assert ev.calls[-1]["task"] and ev.calls[-1]["arguments"] == {"topic": "y"}
+        assert said[:2] == [(1.0, "started"), (2.0, "analyzing")]  # its status messages, as progress
+
+
+async def test_a_task_run_for_a_client_that_does_not_speak_tasks_is_bounded_by_task_timeout() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    async with through_proxy({"ev": ev}, {"task_timeout": 0.2}) as (_, client):
+        result = await client.call_tool("ev__research", {})
+        assert result.is_error and result.structured_content is not None
+        assert result.structured_content["error"]["code"] == "TIMEOUT"
+        assert "0.2s" in result_text(result)
+        await until(lambda: ev.cancelled == ["task-1"])  # the task is not left running upstream
+
+
+async def test_a_task_on_a_tool_whose_upstream_cannot_run_one_is_run_by_the_proxy() -> None:
+    release = anyio.Event()
+
+    async def slow(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        await release.wait()
+        return text(f"slow {args['n']}")
+
+    heard = Heard()
+    plain = make_server("plain", {"slow": FakeTool(slow)})
+    async with through_proxy({"plain": plain}, extensions=[heard]) as (_, client):
+        created = await ask(client, "tools/call", {"name": "plain__slow", "arguments": {"n": 1}, "task": {}})
+        task_id = created["task"]["taskId"]
+        assert (await ask(client, "tasks/get", {"taskId": task_id}))["status"] == "working"
+        release.set()
+        result = await ask(client, "tasks/result", {"taskId": task_id})
+        assert result["content"][0]["text"] == "slow 1" and result["_meta"][RELATED] == {"taskId": task_id}
+        await until(lambda: [n.status for n in heard.notices] == ["completed"])
+        unknown = await ask(client, "tools/call", {"name": "plain__nothing", "task": {}})
+        failed = await ask(client, "tasks/result", {"taskId": unknown["task"]["taskId"]})
+        assert failed["isError"] and failed["structuredContent"]["error"]["code"] == "TOOL_NOT_FOUND"
+
+
+async def test_tasks_are_bounded_per_caller_and_by_their_ttl() -> None:
+    release = anyio.Event()
+
+    async def slow(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        if args.get("wait"):
+            await release.wait()
+        return text("ok")
+
+    plain = make_server("plain", {"slow": FakeTool(slow)})
+    async with through_proxy({"plain": plain}, {"max_tasks": 2, "task_ttl": 60}) as (proxy, client):
+        now = [proxy.tasks.table.clock()]
+        proxy.tasks.table.clock = lambda: now[0]
+        running = [
+            (await ask(client, "tools/call", {"name": "plain__slow", "arguments": {"wait": True}, "task": {}}))["task"]
+            for _ in range(2)
+        ]
+        assert running[0]["ttl"] == 60_000  # none asked: the most the proxy keeps a task
+        full = await refused(client, "tools/call", {"name": "plain__slow", "task": {"ttl": 10**9}})
+        assert "max_tasks" in full.message
+        release.set()
+        await ask(client, "tasks/result", {"taskId": running[0]["taskId"]})
+        await ask(client, "tasks/result", {"taskId": running[1]["taskId"]})
+        third = (await ask(client, "tools/call", {"name": "plain__slow", "task": {"ttl": 10**9}}))["task"]
+        assert third["ttl"] == 60_000  # capped
+        ids = [t["taskId"] for t in (await ask(client, "tasks/list", {}))["tasks"]]
+        assert ids == [running[1]["taskId"], third["taskId"]]  # the oldest finished one made room
+        now[0] += 61
+        assert (await refused(client, "tasks/get", {"taskId": third["taskId"]})).code == types.INVALID_PARAMS
+        assert (await ask(client, "tasks/list", {}))["tasks"] == []
+        assert len(proxy.tasks.table) == 0  # results are not kept past the ttl
+
+
+async def test_the_2026_extension_gets_a_task_for_a_tool_that_requires_one() -> None:
+    ev = TaskUpstream("ev", {"research": "required", "quick": "optional"})
+    async with through_proxy({"ev": ev}, mode="2026-07-28", extensions=[advertise(EXTENSION)]) as (_, client):
+        created = await ask(client, "tools/call", {"name": "ev__research", "arguments": {}})
+        assert created["resultType"] == "task" and created["status"] == "working" and "ttlMs" in created
+        task_id = created["taskId"]
+        quick = await ask(client, "tools/call", {"name": "ev__quick", "arguments": {}})
+        assert quick["content"][0]["text"] == "quick answered at once"  # the proxy decides: no task needed
+        assert (await ask(client, "tasks/get", {"taskId": task_id}))["status"] == "working"
+        await ev.finish("task-1", "inline")
+        got: dict[str, Any] = {}
+
+        async def completed() -> bool:
+            got.update(await ask(client, "tasks/get", {"taskId": task_id}))
+            return got["status"] == "completed"
+
+        await until(completed)
+        assert got["result"]["content"] == [{"type": "text", "text": "inline"}] and got["resultType"] == "complete"
+        assert (await refused(client, "tasks/list", {})).code == types.METHOD_NOT_FOUND
+        assert await ask(client, "tasks/update", {"taskId": task_id, "inputResponses": {}}) == {
+            "resultType": "complete",
+            "_meta": got["_meta"],
+        }
+
+
+async def test_the_2026_extension_methods_need_the_extension_declared() -> None:
+    ev = TaskUpstream("ev", {"research": "required"})
+    async with through_proxy({"ev": ev}, mode="2026-07-28") as (_, client):
+        assert (await refused(client, "tasks/get", {"taskId": "x"})).code == -32021
+        async with anyio.create_task_group() as tg:
+
+            async def upstream_side() -> None:
+                await until(lambda: "task-1" in ev.jobs)
+                await ev.finish("task-1", "waited for")
+
+            tg.start_soon(upstream_side)
+            result = await client.call_tool("ev__research", {})  # no extension: the proxy runs it and waits
+        assert result_text(result) == "waited for"
