@@ -87,6 +87,14 @@ async def test_a_url_elicitation_required_error_reaches_the_client_as_that_error
     assert raised.value.data == {"elicitations": [PAGE]}
 
 
+async def test_a_2026_client_gets_the_url_elicitation_required_error_too() -> None:
+    config = config_from({"asker": {"command": "x"}})
+    async with connected(config, _memory(), mode="auto", elicitation_callback=accept) as (_, c):
+        with pytest.raises(MCPError) as raised:
+            await c.call_tool("asker__needs_url", {})
+    assert raised.value.code == types.URL_ELICITATION_REQUIRED and raised.value.data == {"elicitations": [PAGE]}
+
+
 async def test_a_client_without_url_elicitation_is_told_the_url_in_the_result() -> None:
     async with connected(config_from({"asker": {"command": "x"}}), _memory()) as (_, c):
         result = await c.call_tool("asker__needs_url", {})
