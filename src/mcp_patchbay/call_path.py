@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -63,6 +63,9 @@ from mcp_patchbay.status import STATUS_TOOL, config_problem_text, tool_result
 from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.upstream import Upstream
 from mcp_patchbay.views import View, Views
+
+if TYPE_CHECKING:
+    from mcp_patchbay.tasks import Tasks
 
 logger = logging.getLogger("mcp_patchbay.server")
 
@@ -106,6 +109,8 @@ class ToolPath:
         """A search made tools join the listing: ``Proxy`` tells the clients that were served it."""
         self.lane_client: Callable[[], str | None] = lambda: None
         """The stdio client's name, for a call the lane took (no SDK session to ask): ``Proxy`` sets it."""
+        self.tasks: Tasks | None = None
+        """Runs a plain call of a tool whose upstream requires a task as one, and waits: ``Proxy`` sets it."""
 
     async def call_tool(
         self, ctx: Request, params: types.CallToolRequestParams, run: RunTool
@@ -156,11 +161,17 @@ class ToolPath:
         request: Request | None = None,
         named_as_data: bool = False,
         reads_only: bool = False,
+        task: dict[str, Any] | None = None,
+        long: bool = False,
     ) -> dict[str, Any]:
         """One tool call, whatever the way it came: the result as JSON values, an ``isError``
         result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
         ``meta`` is the client's ``_meta`` less its progress token, passed on upstream.
         ``request``: the SDK's context of the client's request (None on the lane).
+        ``task``: the client's ``task``, for an upstream that runs the tool as one (``tasks``: the
+        result is then its ``CreateTaskResult``); ``long``: the call runs as a task, within
+        ``task_timeout`` rather than the tool's timeout. A plain call of a tool whose upstream
+        requires a task is run as one and waited for (``tasks``).
         ``named_as_data``: the name came as a call route's argument, so a name that cannot be
         resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call).
         ``reads_only``: it came through the read route, which runs only a tool that says it only
@@ -201,6 +212,7 @@ class ToolPath:
                         request=request,
                         named_as_data=True,
                         reads_only=called == read or reach(view.catalog)[0],  # call_tool's claim holds
+                        long=long,
                     )
                 target = await self._resolve(called, view)
             upstream = self.supervisor.upstreams.get(target.server)
@@ -245,10 +257,15 @@ class ToolPath:
             with self.channel.calling(server, request) as flight:
                 if named_as_data and self.settings.confirm:
                     await confirm(self.channel, target, arguments)
-                call = self._tool_call(upstream, target, arguments, on_progress, meta)
+                waits = task is None and self.tasks is not None and self.tasks.required(upstream, target)
+                call = self._tool_call(upstream, target, arguments, on_progress, meta, long=long or waits)
+                call.task = task
                 if flight is not None:
                     call.excused = lambda: flight.refused
-                result = await upstream.chain(call)
+                if waits and self.tasks is not None:
+                    result = await self.tasks.run_and_wait(upstream, call)
+                else:
+                    result = await upstream.chain(call)
             result = bounded(
                 result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
             )
@@ -354,12 +371,17 @@ class ToolPath:
         arguments: dict[str, Any] | None,
         on_progress: ProgressFn | None,
         meta: dict[str, Any] | None,
+        *,
+        long: bool = False,
     ) -> ToolCall:
+        settings = self.settings
         return ToolCall(
             server=upstream.name,
             tool=target.upstream_name,
             arguments=arguments if target.to_upstream is None else target.to_upstream(arguments),
-            deadline=Deadline(upstream.timeout_for(target.upstream_name), self.settings.max_call_time),
+            deadline=Deadline(settings.task_timeout, settings.task_timeout)
+            if long
+            else Deadline(upstream.timeout_for(target.upstream_name), settings.max_call_time),
             retry_safe=target.retry_safe,
             meta=meta,
             on_progress=on_progress,
