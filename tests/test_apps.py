@@ -8,9 +8,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp.client import advertise
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.capabilities import APP_MIME_TYPE, APPS_EXTENSION
 from tests.harness import MemoryUpstreams, config_from, connected, error_info, result_text, text
 
 pytestmark = pytest.mark.anyio
@@ -20,14 +22,17 @@ APP_URI = "ui://get-time/mcp-app.html"
 MIME = "text/html;profile=mcp-app"
 
 
-def _app_server(name: str, *, tools: dict[str, dict[str, Any]] | None = None, csp: str = "") -> Server[Any]:
+def _app_server(
+    name: str, *, tools: dict[str, dict[str, Any]] | None = None, csp: str = "", drawn: bool = True
+) -> Server[Any]:
     """An MCP Apps server: ``get-time`` linked to ``APP_URI`` (nested and flat, as ext-apps'
     ``registerAppTool`` sends it), the resource with a csp of its own, its HTML naming the server;
-    ``tools``: more tools, name to ``_meta``. A subscription is answered with an update at once."""
+    ``tools``: more tools, name to ``_meta``. A subscription is answered with an update at once.
+    Not ``drawn``: ``tools`` alone, no user interface."""
     html = f"<!DOCTYPE html><html><body>{name}'s clock</body></html>"
     meta = {"ui": {"csp": {"connectDomains": [f"https://{csp or name}.example"]}, "prefersBorder": True}}
     linked = {"ui": {"resourceUri": APP_URI}, "ui/resourceUri": APP_URI}
-    defined = {"get-time": linked, **(tools or {})}
+    defined = {**({"get-time": linked} if drawn else {}), **(tools or {})}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -175,3 +180,41 @@ async def test_app_only_tools_are_never_offered_to_the_model() -> None:
     assert "monitor__poll-system-stats" not in error_info(typo).get("suggestions", [])
     assert "poll-system-stats" not in result_text(typo)
     assert result_text(by_exposed) == result_text(by_own_name) == "monitor:poll-system-stats"
+
+
+def _apps_host() -> list[Any]:
+    """What a host that renders MCP Apps declares (ext-apps' AppBridge hosts do)."""
+    return [advertise(APPS_EXTENSION, {"mimeTypes": [APP_MIME_TYPE]})]
+
+
+async def test_a_host_that_renders_apps_lists_their_tools_by_their_servers_own_names() -> None:
+    """Issue 33: an app calls its server's tools by the server's own names from inside its frame;
+    a host that checks a called name against the listing refused them (only clock__... was listed).
+    Such a host now lists each app's tools under those names too, for the app only; where two
+    servers share a name neither is listed so, and a call by it runs nothing."""
+    tools = {"poll-system-stats": APP_ONLY, "get-system-info": {}, "ask-model": {"ui": {"visibility": ["model"]}}}
+    config = config_from({"clock": {"command": "x"}, "timer": {"command": "x"}, "files": {"command": "x"}})
+
+    def upstreams() -> MemoryUpstreams:
+        files = _app_server("files", tools={"read": {}}, drawn=False)
+        return MemoryUpstreams(
+            {"clock": _app_server("clock", tools=tools), "timer": _app_server("timer"), "files": files}
+        )
+
+    async with connected(config, upstreams(), extensions=_apps_host()) as (_, host):
+        listed = {tool.name: tool for tool in (await host.list_tools()).tools}
+        polled = await host.call_tool("poll-system-stats", {})
+        shared = await host.call_tool("get-time", {})
+    async with connected(config, upstreams()) as (_, other):
+        not_a_host = {tool.name for tool in (await other.list_tools()).tools}
+
+    assert _meta_of(listed["poll-system-stats"]) == APP_ONLY
+    assert _meta_of(listed["get-system-info"]) == APP_ONLY
+    assert listed["get-system-info"].description == listed["clock__get-system-info"].description
+    assert "ask-model" not in listed  # the model's only: an app may not call it
+    assert "get-time" not in listed and "read" not in listed  # two servers' name; a server without apps
+    assert _meta_of(listed["clock__get-system-info"]) == {}  # the model's entry is as the server sent it
+    assert result_text(polled) == "clock:poll-system-stats"
+    assert error_info(shared)["code"] == "TOOL_AMBIGUOUS"
+    assert not {"poll-system-stats", "get-system-info"} & not_a_host
+    assert "files__read" in listed and "files__read" in not_a_host

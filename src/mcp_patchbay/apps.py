@@ -25,8 +25,8 @@ from typing import Any, cast
 
 import mcp_types as types
 
-EXTENSION = "io.modelcontextprotocol/ui"
-"""The extension's identifier: a host that renders apps declares it in its capabilities."""
+from mcp_patchbay.capabilities import APPS_EXTENSION
+
 SCHEME = "ui://"
 _FLAT_KEY = "ui/resourceUri"
 _AUTHORITY = re.compile(r"[A-Za-z0-9._~-]+\Z")
@@ -110,11 +110,10 @@ def as_app_name(tool: types.Tool, name: str) -> types.Tool:
 def declares_apps(capabilities: types.ClientCapabilities | None) -> bool:
     """Whether a client said it renders MCP Apps (``capabilities.extensions``)."""
     extensions = capabilities.extensions if capabilities is not None else None
-    return bool(extensions) and EXTENSION in (extensions or {})
+    return bool(extensions) and APPS_EXTENSION in (extensions or {})
 
 
 __all__ = [
-    "EXTENSION",
     "SCHEME",
     "app_only",
     "as_app_name",

@@ -20,6 +20,14 @@ its server keeps for its app (``apps.app_only``), since the host enforces that f
 listing. An app-only tool is never offered to the model by the proxy's own tools: not
 searched, not suggested, not run by a call route, not counted in ``call_tool``'s reach.
 
+An app calls its server's tools by the server's own names (``get-time``, not
+``clock__get-time``), and a host may refuse an app's call of a name it did not list. So a
+client that declares the extension also lists, for each server with a user interface, each
+tool an app may call under that name, visible to the app only (``app_names``): the model's
+names stay namespaced, and a host that honours visibility never shows the model the second
+entry. Only where the name calls exactly that tool (``naming``: one tool has it); where two
+servers share a name neither is listed so, and a call by it runs nothing.
+
 The call routes, so that a client's approval means what the user thinks (``own_tools`` says
 why): ``call_read`` runs only a tool whose annotations say it only reads (``reads_only``),
 ``call_tool`` any tool, annotated for the worst it can reach (``reach``); ``find_tools``
@@ -128,6 +136,28 @@ def route_of(target: CatalogTool, names: OwnTools) -> str:
 
         return read_route(names)
     return target.exposed if always_listed(target) else names.call_tool
+
+
+def app_names(catalog: Catalog, taken: set[str]) -> list[types.Tool]:
+    """The tools of the servers with a user interface, each again under its server's own name as
+    its app calls it, for the app only (``apps.as_app_name``); only where that name resolves to
+    exactly that tool and is not ``taken`` (a name already listed)."""
+    resolver = catalog.tool_resolver
+    drawn = {target.server for target in catalog.by_exposed.values() if apps.resource_uri(target.definition)}
+    if resolver is None or not drawn:
+        return []
+    named: list[types.Tool] = []
+    for tool in catalog.tools:
+        target = catalog.by_exposed[tool.name]
+        own = target.upstream_name
+        if target.server not in drawn or own in taken or not apps.for_apps(target.definition):
+            continue
+        if own.startswith((f"patchbay{catalog.separator}", "patchbay__")):
+            continue  # the proxy's own tools' names (listed or not) are never a server's
+        resolution = resolver.resolve(own)
+        if resolution.entry is not None and resolution.entry.exposed == tool.name:
+            named.append(apps.as_app_name(tool, own))
+    return named
 
 
 def find_tools_definition(names: OwnTools, description: str) -> types.Tool:
@@ -369,6 +399,7 @@ __all__ = [
     "FindRequest",
     "OwnTools",
     "always_listed",
+    "app_names",
     "call_read_definition",
     "call_request",
     "call_tool_definition",

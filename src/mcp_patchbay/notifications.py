@@ -32,6 +32,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_patchbay.apps import declares_apps
 from mcp_patchbay.catalog import Permits
 from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.outbox import Outboxes
@@ -60,6 +61,8 @@ class Audience:
     """What one client session has been served (a change is measured against it)."""
 
     access: Permits | None
+    for_apps: bool = False
+    """It renders MCP Apps (its tools are listed with ``Views.tools_listing``'s ``for_apps``)."""
     served: dict[str, object] = field(default_factory=dict[str, object])
     """Each list as it was last served, by kind."""
     told: set[str] = field(default_factory=set[str])
@@ -179,12 +182,13 @@ class ListChanges:
             audience = self._audiences[key] = Audience(access)
         audience.served[kind] = listing
         audience.told.discard(kind)
+        audience.for_apps = declares_apps(ctx.session.client_capabilities)
 
-    def _current(self, kind: str, view: View) -> object:
+    def _current(self, kind: str, view: View, audience: Audience) -> object:
         """What a client would get now for a list (the value an audience's ``served`` keeps)."""
         catalog = view.catalog
         if kind == "tools":
-            return self.views.tools_listing(view)
+            return self.views.tools_listing(view, for_apps=audience.for_apps)
         if kind == "prompts":
             return list(catalog.prompts)
         return (list(catalog.resources), list(catalog.templates))
@@ -198,7 +202,7 @@ class ListChanges:
             if (
                 kind in audience.served
                 and kind not in audience.told
-                and self._current(kind, view) != audience.served[kind]
+                and self._current(kind, view, audience) != audience.served[kind]
             ):
                 audience.told.add(kind)
                 changed.append(kind)

@@ -38,6 +38,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay import __version__
+from mcp_patchbay.apps import declares_apps
 from mcp_patchbay.call_path import CallObserver, ToolPath
 from mcp_patchbay.client_wire import Wire, message_wire
 from mcp_patchbay.config import Config
@@ -359,7 +360,7 @@ class Proxy:
         # "always_list" lists upstreams' tools in search mode too).
         if self.settings.expose != "search" or self._lists_upstream_tools():
             await self.supervisor.wait_startup()
-        tools = self.views.tools_listing(self.views.view())
+        tools = self.views.tools_listing(self.views.view(), for_apps=declares_apps(ctx.session.client_capabilities))
         self.changes.serving(ctx, "tools", tools)
         return types.ListToolsResult(tools=tools)
 

@@ -22,7 +22,7 @@ import mcp_types as types
 
 from mcp_patchbay.catalog import Catalog, Permits, restricted
 from mcp_patchbay.config import Settings
-from mcp_patchbay.exposure import Exposure, described_servers
+from mcp_patchbay.exposure import Exposure, app_names, described_servers
 from mcp_patchbay.status import config_problem_tool, status_tool
 from mcp_patchbay.supervisor import Supervisor
 
@@ -95,12 +95,18 @@ class Views:
         access = self.access_for() if self.access_for is not None else None
         return None if access is None or getattr(access, "everything", False) else access
 
-    def tools_listing(self, view: View) -> list[types.Tool]:
-        """The tools ``view``'s caller lists (with the status tool, when the config asks for it)."""
+    def tools_listing(self, view: View, *, for_apps: bool = False) -> list[types.Tool]:
+        """The tools ``view``'s caller lists (with the status tool, when the config asks for it);
+        ``for_apps``: a client that renders MCP Apps, which lists apps' tools by their servers'
+        own names too (``exposure.app_names``)."""
         if self.supervisor.config_problem is not None:
             return [config_problem_tool(self.supervisor.config_problem)]
         tools = view.exposure.listing(view.catalog, view.servers)
-        return [*tools, status_tool()] if self.settings.status_tool else tools
+        if self.settings.status_tool:
+            tools = [*tools, status_tool()]
+        if for_apps:
+            tools = [*tools, *app_names(view.catalog, {tool.name for tool in tools})]
+        return tools
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         """A listed tool's inputSchema, as the current caller sees it (None: nothing to check)."""
