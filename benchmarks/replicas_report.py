@@ -18,8 +18,9 @@ one of:
   to it meanwhile is accepted and then reset, its request as lost as one in flight (nothing can
   tell the balancer it was never read). The driver sees the reap a little late (a thread's
   wake-up), and those calls are counted apart in the report.
-- lost with its session: a 2025-era session opened before K, that lived on R: its next call can
-  only fail (no other replica knows the session) and the client opens a new one. Expected too.
+- lost with its session: a call that did not reach R, of a 2025-era session opened before K
+  that lived on R (where its calls reached, or it had none yet): it can only fail (no other
+  replica knows the session) and the client opens a new one. Expected too.
 - a new-call failure: any other, i.e. a call begun at or after K, or one that reached a live
   replica's upstream. Nothing but R died, so such a call should have been sent to a live
   replica and succeeded; each one fails the run (as does a client opening begun after K that
@@ -77,9 +78,13 @@ def _fate(call: Call, at: float, replica: str, lost_session: bool) -> str:
     """in_flight | session | new: see the module's docstring."""
     if any(r != replica for r in call.reached):
         return "new"
-    if call.start < at or replica in call.reached:
+    if replica in call.reached:
         return "in_flight"
-    return "session" if lost_session else "new"
+    # A call of a session that lived there and never reached it: under load the client may send
+    # a call "begun" before the kill well after it, and another replica answers 404.
+    if lost_session:
+        return "session"
+    return "in_flight" if call.start < at else "new"
 
 
 def _failure(call: Call, at: float) -> dict[str, Any]:
@@ -120,6 +125,11 @@ def _recovery(
     for what counts as lost and what as a new-call failure. ``gone``: when a killed replica's
     process was reaped (its sockets closed), if known; calls begun before it count as in flight."""
     opened = {(o.era, o.worker, o.client): o for o in openings}
+    # Where each client's calls went, failed ones too (the upstreams' ledger): a session lives
+    # where its calls reached.
+    where: dict[tuple[str, int, int], set[str]] = {}
+    for call in calls:
+        where.setdefault((call.era, call.worker, call.client), set()).update(call.reached)
     cut = max(at, gone) if gone is not None else at
     in_flight = [c for c in calls if c.start < cut and at <= c.end]
     window = [c for c in calls if cut <= c.start and c.end <= until and c.tool != "ask"]
@@ -127,8 +137,9 @@ def _recovery(
     def lost(call: Call) -> bool:
         # A 2025-era session opened before the event on the replica it took down: its next call
         # can only fail (another replica does not know the session), and the client opens anew.
-        session = opened[(call.era, call.worker, call.client)]
-        return call.era == LEGACY and session.start < at and set(session.replicas) <= {replica}
+        key = (call.era, call.worker, call.client)
+        session = opened[key]
+        return call.era == LEGACY and session.start < at and where[key] | set(session.replicas) <= {replica}
 
     # In flight at this event, or begun after it and over before the next one (a call in flight at
     # the next event is that one's).
@@ -136,7 +147,9 @@ def _recovery(
     fates = {id(c): _fate(c, cut, replica, lost(c)) for c in failed}
     lost_in_flight = [c for c in failed if fates[id(c)] == "in_flight"]
     new_failures = sorted((c for c in failed if fates[id(c)] == "new"), key=lambda c: c.start)
-    lost_calls = [c for c in window if lost(c)]
+    lost_calls = [c for c in window if lost(c)] + [
+        c for c in in_flight if c.outcome != "ok" and c.tool != "ask" and fates[id(c)] == "session"
+    ]
     new = [c for c in window if not lost(c)]
     failed_new = [c for c in new if c.outcome != "ok"]
     failed_openings = [
@@ -446,7 +459,7 @@ def render(summary: dict[str, Any]) -> str:
                 f"{item['ended_after_ms_median']:.0f} ms after it (max {item['ended_after_ms_max']:.0f} ms)"
             )
         lost = ", ".join(f"{n} {k}" for k, n in sorted(event["lost_session_calls"].items())) or "none"
-        lines.append(f"  2025-era sessions lost with it: {event['lost_sessions']} (their calls after it: {lost})")
+        lines.append(f"  2025-era sessions lost with it: {event['lost_sessions']} (their calls since: {lost})")
         failures = event["new_failures"]
         lines.append(
             f"  NEW-CALL FAILURES (begun once it was gone, or on a live replica): {len(failures)} of "
