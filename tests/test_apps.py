@@ -3,6 +3,7 @@ calls by the server's own names. In memory, with upstreams shaped as ext-apps' e
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -218,3 +219,18 @@ async def test_a_host_that_renders_apps_lists_their_tools_by_their_servers_own_n
     assert error_info(shared)["code"] == "TOOL_AMBIGUOUS"
     assert not {"poll-system-stats", "get-system-info"} & not_a_host
     assert "files__read" in listed and "files__read" in not_a_host
+
+
+async def test_an_apps_call_by_its_servers_own_name_is_not_logged_as_a_mistake(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The system monitor's app polls poll-system-stats every few seconds by its own name: each call
+    wrote an INFO line to the log file as if the model had got a name wrong. Now DEBUG; a mistaken
+    name is still told at INFO."""
+    config = config_from({"monitor": {"command": "x"}})
+    async with connected(config, MemoryUpstreams({"monitor": _monitor()})) as (_, client):
+        with caplog.at_level(logging.INFO, logger="mcp_patchbay.server"):
+            await client.call_tool("poll-system-stats", {})
+            await client.call_tool("monitor.get-system-info", {})
+    told = [record.getMessage() for record in caplog.records if "resolved tool name" in record.getMessage()]
+    assert told == ["resolved tool name 'monitor.get-system-info' to 'monitor__get-system-info' (rule: normalized)"]

@@ -343,7 +343,9 @@ class ToolPath:
         resolution = resolver.resolve(called)
         if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
             target = catalog.by_exposed[resolution.entry.exposed]
-            logger.info("resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
+            # An app's call by its server's own name is how apps call (``apps``), not a mistake to note.
+            level = logging.DEBUG if called == target.upstream_name else logging.INFO
+            logger.log(level, "resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
             return target
         if resolution.kind in ("hidden", "unknown"):  # a held tool is hidden: the user must approve it first
             held = self.supervisor.held_error(
