@@ -5,6 +5,9 @@
 (so two of them collide). A task waits for the test: ``finish`` ends it with a result, ``fail``
 with a JSON-RPC error, ``say`` moves its status message (a ``notifications/tasks/status``) and
 ``progress`` sends progress on the token its call carried. Nothing sleeps.
+
+For the client's side: ``ask`` sends a request as JSON values, ``Heard`` keeps the task status
+notices a client is sent.
 """
 
 from __future__ import annotations
@@ -14,15 +17,41 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import Client
+from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.sdk import connection_of
+from mcp_patchbay.sdk import connection_of, send_raw
 from mcp_patchbay.tasks.records import iso
 
 RELATED = "io.modelcontextprotocol/related-task"
+
+
+class Heard(ClientExtension):
+    """A client that keeps the ``notifications/tasks/status`` it is sent."""
+
+    identifier = "test.patchbay/heard"
+
+    def __init__(self) -> None:
+        self.notices: list[types.TaskStatusNotificationParams] = []
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        async def keep(params: types.TaskStatusNotificationParams) -> None:
+            self.notices.append(params)
+
+        return [
+            NotificationBinding(
+                method="notifications/tasks/status", params_type=types.TaskStatusNotificationParams, handler=keep
+            )
+        ]
+
+
+async def ask(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A request as JSON values (the SDK's client models no ``CreateTaskResult`` for ``tools/call``)."""
+    return await send_raw(client.session, method, params)
 
 
 @dataclass(eq=False)

@@ -13,41 +13,16 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.extension import ClientExtension, NotificationBinding, advertise
+from mcp.client.extension import advertise
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.sdk import send_raw
 from mcp_patchbay.server import Proxy
 from mcp_patchbay.tasks import EXTENSION
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, result_text, text, until
-from tests.task_upstream import RELATED, TaskUpstream
+from tests.task_upstream import RELATED, Heard, TaskUpstream, ask
 
 pytestmark = pytest.mark.anyio
-
-
-class Heard(ClientExtension):
-    """A client that keeps the ``notifications/tasks/status`` it is sent."""
-
-    identifier = "test.patchbay/heard"
-
-    def __init__(self) -> None:
-        self.notices: list[types.TaskStatusNotificationParams] = []
-
-    def notifications(self) -> list[NotificationBinding[Any]]:
-        async def keep(params: types.TaskStatusNotificationParams) -> None:
-            self.notices.append(params)
-
-        return [
-            NotificationBinding(
-                method="notifications/tasks/status", params_type=types.TaskStatusNotificationParams, handler=keep
-            )
-        ]
-
-
-async def ask(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """A request as JSON values (the SDK's client models no ``CreateTaskResult`` for ``tools/call``)."""
-    return await send_raw(client.session, method, params)
 
 
 async def refused(client: Client, method: str, params: dict[str, Any]) -> MCPError:
