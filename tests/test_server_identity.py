@@ -91,3 +91,14 @@ async def test_an_upstream_s_title_website_and_icons_are_in_the_status_and_on_it
     assert named["extensions"] == {"io.modelcontextprotocol/ui": {}}
     assert tools["named__plain"].icons == [LOGO]  # the server's, where the tool has none
     assert tools["named__drawn"].icons == [OWN]  # its own
+
+
+async def test_find_tools_describes_a_server_by_its_title_and_website() -> None:
+    """Issue 33: an upstream's title and website appeared nowhere the model could see them; in
+    search mode ``find_tools`` describes each server by them, before its instructions."""
+    config = config_from({"named": {"command": "x"}}, patchbay={"expose": "search"})
+    async with connected(config, MemoryUpstreams({"named": _named_server()})) as (proxy, client):
+        await proxy.supervisor.wait_startup()
+        listed = (await client.list_tools()).tools
+    find_tools = next(tool for tool in listed if tool.name.endswith("find_tools"))
+    assert "- named (2): The Named Server, https://example.com/named" in (find_tools.description or "")

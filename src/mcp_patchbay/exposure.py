@@ -251,10 +251,27 @@ class Exposure:
         self._built_for, self._described = catalog, described
 
 
+TITLE_CHARS = 80
+"""A server's title and website, as ``find_tools`` describes it, are cut to this (an upstream's text)."""
+
+
 def described_servers(upstreams: Mapping[str, Upstream]) -> dict[str, str | None]:
-    """Every server that may serve, in config order, to what it says it is for (disabled ones
-    are the user's choice and are not described)."""
-    return {name: up.instructions for name, up in upstreams.items() if up.state is not State.DISABLED}
+    """Every server that may serve, in config order, to what it says it is for: its title and
+    website (from its ``initialize`` answer) before its instructions. Disabled ones are the
+    user's choice and are not described."""
+    return {name: _described(name, up) for name, up in upstreams.items() if up.state is not State.DISABLED}
+
+
+def _described(name: str, upstream: Upstream) -> str | None:
+    info = upstream.server_info
+    said = [
+        " ".join(text.split())[:TITLE_CHARS]
+        for text in (info.title if info else None, info.website_url if info else None)
+        if text and text != name
+    ]
+    if not said:
+        return upstream.instructions
+    return f"{', '.join(said)}: {upstream.instructions}" if upstream.instructions else ", ".join(said)
 
 
 def indexed_tools(catalog: Catalog, servers: Mapping[str, str | None]) -> list[IndexedTool]:
