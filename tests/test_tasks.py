@@ -15,10 +15,12 @@ import pytest
 from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.server import Proxy
 from mcp_patchbay.tasks import EXTENSION
+from mcp_patchbay.tasks.ids import TaskRef, opened, seal
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, result_text, text, until
 from tests.task_upstream import RELATED, Heard, TaskUpstream, ask
 
@@ -255,3 +257,21 @@ async def test_the_2026_extension_methods_need_the_extension_declared() -> None:
             tg.start_soon(upstream_side)
             result = await client.call_tool("ev__research", {})  # no extension: the proxy runs it and waits
         assert result_text(result) == "waited for"
+
+
+def test_a_task_id_opens_only_as_this_proxys_task_id() -> None:
+    codec = RequestStateSecurity(keys=["a" * 40]).codec
+    ref = TaskRef("ev", "task-1", "alice (token)", 1e10)
+    token = seal(codec, ref)
+    back = opened(codec, token)
+    assert back is not None and (back.server, back.upstream_id, back.owner, back.expires) == (
+        "ev",
+        "task-1",
+        "alice (token)",
+        1e10,
+    )
+    assert seal(codec, ref) != token  # two tasks alike still get two ids
+    assert "task-1" not in token and "alice" not in token
+    assert opened(RequestStateSecurity(keys=["b" * 40]).codec, token) is None  # another proxy's keys
+    assert opened(codec, token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]) is None
+    assert opened(codec, codec.seal(b'{"not": "a task"}')) is None  # a requestState is no task id

@@ -1,8 +1,9 @@
 """Tasks (2025-11-25; the tasks extension of 2026-07-28): tool calls answered later, through the proxy.
 
 - ``serving``: ``Tasks``, the task-augmented ``tools/call`` (run by its upstream, or by the proxy
-  when the upstream cannot), ``tasks/*`` for who started each task, the upstreams' status
-  notices and progress, and a plain call of a tool whose upstream requires a task, waited for.
+  when the upstream cannot) and ``tasks/*`` for who started each task.
+- ``waiting``: the upstreams' side: where their status notices and progress go, and a plain call
+  of a tool whose upstream requires a task, run as one and waited for.
 - ``records``: the tasks held, each bound to its owner, bounded per owner and by its ttl, and
   their wire form in each era (pure).
 - ``ids``: the ids clients hold, sealed with the ``requestState`` keys (pure).

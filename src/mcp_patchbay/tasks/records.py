@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,6 +26,8 @@ from typing import Any, Literal
 import anyio
 
 Clock = Callable[[], float]
+Tell = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Sends one notice (method, params) to the session that started a task."""
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 PAGE = 50
@@ -61,6 +63,8 @@ class Record:
     """What runs it here: the proxy's call, or the wait for the upstream's result."""
     seq: int = field(default_factory=lambda: next(_sequence))
     """Creation order (``tasks/list``'s cursor)."""
+    tell: Tell | None = None
+    """How its owner's session hears of it (a 2025-era client's; None: it polls)."""
 
     def __post_init__(self) -> None:
         self.updated = self.updated or self.created
@@ -138,6 +142,8 @@ class Table:
     def __init__(self, max_tasks: int, clock: Clock = time.time) -> None:
         self.max_tasks = max_tasks
         self.clock = clock
+        self.on_expire: Callable[[Record], None] = lambda record: None
+        """Told of each record forgotten for its ttl (what runs it is stopped there)."""
         self._records: dict[str, Record] = {}
 
     def __len__(self) -> int:
@@ -163,13 +169,9 @@ class Table:
 
     def get(self, task_id: str, owner: str | None) -> Record | None:
         """The record of ``task_id`` if ``owner`` started it and it has not expired."""
+        self.expire()
         record = self._records.get(task_id)
-        if record is None or record.owner != owner:
-            return None
-        if self._expired(record, self.clock()):
-            del self._records[task_id]
-            return None
-        return record
+        return record if record is not None and record.owner == owner else None
 
     def by_upstream(self, server: str, upstream_id: str) -> list[Record]:
         """The records of an upstream's task (one, unless two replicas' ids met here)."""
@@ -198,6 +200,7 @@ class Table:
         gone = [r for r in self._records.values() if self._expired(r, now)]
         for record in gone:
             del self._records[record.id]
+            self.on_expire(record)
         return gone
 
     def next_expiry(self) -> float | None:

@@ -21,9 +21,9 @@ upstream requires one, gets the final result: ``run_and_wait`` runs the task for
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -39,14 +39,15 @@ from mcp_patchbay.catalog import CatalogTool
 from mcp_patchbay.config import RemoteSpec, Settings
 from mcp_patchbay.connection_errors import checked_result
 from mcp_patchbay.deadlines import ProgressFn
-from mcp_patchbay.errors import Code, PatchbayError, UpstreamError
+from mcp_patchbay.errors import PatchbayError
 from mcp_patchbay.lane import split_meta
 from mcp_patchbay.notifications import IdentityOf
 from mcp_patchbay.outbox import Outboxes
 from mcp_patchbay.policies import RawResult, ToolCall
 from mcp_patchbay.sdk import connection_of
 from mcp_patchbay.tasks.ids import TaskRef, opened, seal
-from mcp_patchbay.tasks.records import Full, Record, Table
+from mcp_patchbay.tasks.records import Full, Record, Table, Tell
+from mcp_patchbay.tasks.waiting import RELATED_TASK, Routes, cancel_quietly, run_and_wait, without_related
 from mcp_patchbay.upstream import Upstream
 
 if TYPE_CHECKING:
@@ -58,11 +59,9 @@ logger = logging.getLogger("mcp_patchbay.tasks")
 Request = ServerRequestContext[Any, Any]
 EXTENSION = "io.modelcontextprotocol/tasks"
 """The 2026-07-28 tasks extension's identifier."""
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 MISSING_CAPABILITY = -32021
 POLL_MS = 1000
 """The poll interval the proxy suggests for the tasks it runs itself."""
-_Tell = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class UpdateTaskParams(types.RequestParams):
@@ -115,14 +114,10 @@ class Tasks:
         self.table = Table(settings.max_tasks)
         self.server_info: Callable[[], dict[str, Any]] = dict
         """The 2026-07-28 ``serverInfo`` stamp (``Proxy`` sets it: a task result skips the SDK's own stamp)."""
+        self.table.on_expire = self._forget
+        self.routes = Routes()
+        """Where the upstreams' progress and status notices for the proxy's tasks go."""
         self._tg: anyio.abc.TaskGroup | None = None
-        self._tokens = itertools.count(1)
-        self._progress: dict[tuple[str, str], ProgressFn] = {}
-        """(server, the progress token the proxy gave it) -> where that task's progress goes."""
-        self._watching: dict[tuple[str, str], Callable[[types.TaskStatusNotificationParams], Awaitable[None]]] = {}
-        """(server, its task id) -> told of that task's status notices (``run_and_wait``)."""
-        self._tell: dict[str, _Tell] = {}
-        """A task's id -> how its owner's session is sent a notice (2025-era clients)."""
         self._added = anyio.Event()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -131,8 +126,7 @@ class Tasks:
             self._tg = tg
             task_status.started()
             while True:
-                for record in self.table.expire():
-                    self._forget(record)
+                self.table.expire()
                 expiry = self.table.next_expiry()
                 self._added = anyio.Event()
                 with anyio.move_on_after(60.0 if expiry is None else max(0.0, expiry - self.table.clock()) + 0.01):
@@ -183,13 +177,17 @@ class Tasks:
         upstream = self.supervisor.upstreams.get(target.server) if target is not None else None
         now = self.table.clock()
         if target is not None and upstream is not None and runs_tasks(upstream, target):
-            ours = f"pbt-{next(self._tokens)}"
+            ours = self.routes.token()
             if progress is not None:
-                self._progress[(upstream.name, ours)] = progress
-            raw = await self.tools.run(
-                params.name, params.arguments, None, {**(meta or {}), "progressToken": ours}, request=ctx,
-                task={"ttl": ttl_ms},
-            )  # fmt: skip
+                self.routes.follow(upstream.name, ours, progress)
+            try:
+                raw = await self.tools.run(
+                    params.name, params.arguments, None, {**(meta or {}), "progressToken": ours}, request=ctx,
+                    task={"ttl": ttl_ms},
+                )  # fmt: skip
+            except BaseException:
+                self.routes.unfollow(upstream.name, ours)
+                raise
             task = raw.get("task")
             if isinstance(task, dict) and isinstance(cast("dict[str, Any]", task).get("taskId"), str):
                 task_values = cast("dict[str, Any]", task)
@@ -198,10 +196,10 @@ class Tasks:
                         ctx, upstream, task_values, owner=owner, ttl_ms=ttl_ms, now=now, token=ours, called=params.name
                     )
                 except MCPError:  # no room after all (another task of its owner started meanwhile)
-                    self._progress.pop((upstream.name, ours), None)
-                    await _cancel_quietly(upstream, str(task_values["taskId"]))
+                    self.routes.unfollow(upstream.name, ours)
+                    await cancel_quietly(upstream, str(task_values["taskId"]))
                     raise
-            self._progress.pop((upstream.name, ours), None)
+            self.routes.unfollow(upstream.name, ours)
             record = Record(self._id(None, None, owner, now, ttl_ms), owner, upstream.name, None, now, ttl_ms)
             self._hold(ctx, record)
             record.finish(self.table.clock(), result=raw)  # answered at once (or refused): a finished task
@@ -244,7 +242,7 @@ class Tasks:
         except Full as full:
             raise _too_many(full.args[0]) from None
         if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-            self._tell[record.id] = self._teller(ctx)
+            record.tell = self._teller(ctx)
         self._added.set()
         return record
 
@@ -267,6 +265,7 @@ class Tasks:
         """Wait for an upstream task's result (its ``tasks/result`` blocks until it ends), to hold it.
         A failure is answered as the same call's failure would be (``ToolPath.error_result``)."""
         assert record.upstream_id is not None
+        started = time.monotonic()
         try:
             with anyio.CancelScope() as scope:
                 record.scope = scope
@@ -279,7 +278,7 @@ class Tasks:
                         return
                     try:
                         result = self.tools.error_result(
-                            error, called, None, upstream.name, started=record.created, request=None
+                            error, called, None, upstream.name, started=started, request=None
                         )
                     except MCPError as exc:
                         error_data = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -287,7 +286,7 @@ class Tasks:
                         return
                 await self._finished(record, result=result)
         finally:
-            self._progress.pop((upstream.name, token), None)
+            self.routes.unfollow(upstream.name, token)
 
     async def _finished(
         self, record: Record, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
@@ -364,25 +363,16 @@ class Tasks:
 
     async def status(self, server: str, params: types.TaskStatusNotificationParams) -> None:
         """An upstream's ``notifications/tasks/status``: the task's record follows, its owner is told."""
-        watcher = self._watching.get((server, params.task_id))
-        if watcher is not None:
-            await watcher(params)
+        await self.routes.status(server, params)
+        if params.status in ("completed", "failed"):
+            return  # its outcome comes with its result (``_collect``), told then
         for record in self.table.by_upstream(server, params.task_id):
-            if params.status in ("completed", "failed", "cancelled") and params.status != "cancelled":
-                continue  # its outcome comes with its result (``_collect``), told then
             if record.update(params.status, params.status_message, self.table.clock()):
                 await self._notice(record)
 
     async def progress(self, server: str, params: types.ProgressNotificationParams) -> bool:
         """Progress an upstream sends on a token the proxy gave a task: whether it was one."""
-        forward = self._progress.get((server, str(params.progress_token)))
-        if forward is None:
-            return False
-        try:
-            await forward(params.progress, params.total, params.message)
-        except Exception:
-            logger.debug("could not forward progress of a task of %s", server, exc_info=True)
-        return True
+        return await self.routes.progress(server, params)
 
     # --- a client that does not speak tasks -------------------------------------------------------
 
@@ -391,45 +381,8 @@ class Tasks:
         return runs_tasks(upstream, target, required=True)
 
     async def run_and_wait(self, upstream: Upstream, call: ToolCall) -> RawResult:
-        """The call as a task on ``upstream`` and its final result, within the call's deadline
-        (``patchbay.task_timeout``). Its status messages and progress go to ``call.on_progress``;
-        a call given up (the deadline, the client's cancellation) cancels the task upstream."""
-        token = f"pbt-{next(self._tokens)}"
-        forward = _Forward(call.on_progress)
-        self._progress[(upstream.name, token)] = forward.progress
-        params: dict[str, Any] = {"name": call.tool, "task": {"ttl": self._max_ttl_ms}}
-        params["_meta"] = {**(call.meta or {}), "progressToken": token}
-        if call.arguments is not None:
-            params["arguments"] = call.arguments
-        running: str | None = None
-        deadline = call.deadline
-        try:
-            with anyio.CancelScope() as scope:
-                deadline.bind(scope)
-                created = await upstream.request_raw("tools/call", params)
-                task = created.get("task")
-                if not isinstance(task, dict) or not isinstance(cast("dict[str, Any]", task).get("taskId"), str):
-                    return checked_result(created, upstream.name, call.tool)  # it answered at once
-                running = str(cast("dict[str, Any]", task)["taskId"])
-                self._watching[(upstream.name, running)] = forward.status
-                await forward.said(cast("dict[str, Any]", task).get("statusMessage"))
-                raw = await upstream.request_raw("tasks/result", {"taskId": running})
-                running = None
-                return checked_result(without_related(raw), upstream.name, call.tool)
-            raise UpstreamError(
-                Code.TIMEOUT,
-                f"Tool '{call.tool}' on server '{call.server}' runs as a task and did not finish within "
-                f"{deadline.limit():g}s, so it was cancelled. Retry later, or tell the user the server is slow.",
-                detail=f"patchbay.task_timeout passed after {deadline.elapsed():.3f}s",
-                server=call.server,
-                tool=call.tool,
-            )
-        finally:
-            self._progress.pop((upstream.name, token), None)
-            if running is not None:
-                self._watching.pop((upstream.name, running), None)
-                with anyio.move_on_after(5.0, shield=True):
-                    await _cancel_quietly(upstream, running)
+        """The call as a task on ``upstream`` and its final result (``waiting.run_and_wait``)."""
+        return await run_and_wait(upstream, call, self.routes, self._max_ttl_ms)
 
     # --- helpers ------------------------------------------------------------------------------------
 
@@ -504,12 +457,11 @@ class Tasks:
         status, message, poll = task.get("status"), task.get("statusMessage"), task.get("pollInterval")
         if isinstance(poll, int):
             record.poll_ms = poll
-        if status in ("working", "input_required") or status == "cancelled":
+        if status in ("working", "input_required", "cancelled"):
             record.update(str(status), message if isinstance(message, str) else None, self.table.clock())
 
     def _forget(self, record: Record) -> None:
         """An expired task: what runs it stops, an upstream's is cancelled there, its result is dropped."""
-        self._tell.pop(record.id, None)
         if record.done.is_set():
             return
         record.update("cancelled", "The task expired (its ttl passed).", self.table.clock())
@@ -518,9 +470,9 @@ class Tasks:
         record.finish(self.table.clock())
         upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
         if upstream is not None and record.upstream_id is not None and self._tg is not None:
-            self._tg.start_soon(_cancel_quietly, upstream, record.upstream_id)
+            self._tg.start_soon(cancel_quietly, upstream, record.upstream_id)
 
-    def _teller(self, ctx: Request) -> _Tell:
+    def _teller(self, ctx: Request) -> Tell:
         """How notices reach the session of ``ctx`` after its request was answered."""
         connection = connection_of(ctx.session)
         outboxes = self._outboxes
@@ -537,7 +489,7 @@ class Tasks:
         return send
 
     async def _notice(self, record: Record) -> None:
-        tell = self._tell.get(record.id)
+        tell = record.tell
         if tell is None:
             return
         try:
@@ -562,49 +514,6 @@ class Tasks:
         return forward
 
 
-class _Forward:
-    """What a client waiting on a task it did not ask for hears of it (``run_and_wait``): its
-    status messages and the upstream's progress, as progress on the client's token."""
-
-    def __init__(self, forward: ProgressFn | None) -> None:
-        self._forward = forward
-        self._count = 0.0
-        self._said: str | None = None
-        self._own_progress = False
-
-    async def said(self, message: Any) -> None:
-        if self._forward is None or self._own_progress or not isinstance(message, str) or message == self._said:
-            return
-        self._said = message
-        self._count += 1
-        await self._forward(self._count, None, message)
-
-    async def status(self, params: types.TaskStatusNotificationParams) -> None:
-        await self.said(params.status_message)
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self._own_progress = True  # the upstream's own progress, from now on the only one
-        if self._forward is not None:
-            await self._forward(progress, total, message)
-
-
-def without_related(result: dict[str, Any]) -> dict[str, Any]:
-    """A ``tasks/result`` answer less its related-task key (it names the upstream's id)."""
-    meta = result.get("_meta")
-    if not isinstance(meta, dict) or RELATED_TASK not in meta:
-        return result
-    rest = {k: v for k, v in cast("dict[str, Any]", meta).items() if k != RELATED_TASK}
-    trimmed = {k: v for k, v in result.items() if k != "_meta"}
-    return {**trimmed, "_meta": rest} if rest else trimmed
-
-
-async def _cancel_quietly(upstream: Upstream, task_id: str) -> None:
-    try:
-        await upstream.request_raw("tasks/cancel", {"taskId": task_id})
-    except Exception as exc:
-        logger.debug("tasks/cancel of %s's task %s: %s", upstream.name, task_id, exc)
-
-
 def _declares_extension(ctx: Request) -> bool:
     caps = ctx.session.client_capabilities
     return caps is not None and caps.extensions is not None and EXTENSION in caps.extensions
@@ -618,4 +527,4 @@ def _too_many(held: int) -> MCPError:
     )
 
 
-__all__ = ["EXTENSION", "RELATED_TASK", "Tasks", "UpdateTaskParams", "capabilities", "runs_tasks", "without_related"]
+__all__ = ["EXTENSION", "Tasks", "UpdateTaskParams", "capabilities", "runs_tasks"]
