@@ -275,3 +275,29 @@ def test_a_task_id_opens_only_as_this_proxys_task_id() -> None:
     assert opened(RequestStateSecurity(keys=["b" * 40]).codec, token) is None  # another proxy's keys
     assert opened(codec, token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]) is None
     assert opened(codec, codec.seal(b'{"not": "a task"}')) is None  # a requestState is no task id
+
+
+async def test_a_running_task_past_its_ttl_is_stopped_and_forgotten() -> None:
+    stopped = anyio.Event()
+
+    async def forever(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> types.CallToolResult:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return text("never")  # pragma: no cover
+
+    ev = TaskUpstream("ev", {"research": "required"})
+    plain = make_server("plain", {"forever": FakeTool(forever)})
+    async with through_proxy({"plain": plain, "ev": ev}) as (proxy, client):
+        now = [proxy.tasks.table.clock()]
+        proxy.tasks.table.clock = lambda: now[0]
+        here = (await ask(client, "tools/call", {"name": "plain__forever", "task": {"ttl": 1000}}))["task"]
+        there = (await ask(client, "tools/call", {"name": "ev__research", "task": {"ttl": 1000}}))["task"]
+        await until(lambda: "task-1" in ev.jobs)
+        now[0] += 2
+        assert (await refused(client, "tasks/get", {"taskId": here["taskId"]})).code == types.INVALID_PARAMS
+        with anyio.fail_after(5):
+            await stopped.wait()  # the proxy's own call was cancelled at its server
+        await until(lambda: ev.cancelled == ["task-1"])  # the upstream's task too
+        assert (await refused(client, "tasks/result", {"taskId": there["taskId"]})).code == types.INVALID_PARAMS
