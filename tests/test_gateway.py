@@ -264,6 +264,24 @@ async def test_draining_lets_calls_finish_and_refuses_new_sessions() -> None:
     assert statuses == {"opening": 503, "sessions": 0}
 
 
+async def test_a_replica_with_nothing_in_flight_keeps_serving_while_the_balancer_learns_it_drains() -> None:
+    """A replica with nothing in flight closed its sessions and its listener at once on SIGTERM,
+    before HAProxy's next check saw /readyz answer 404: a stateless call HAProxy had just sent it
+    got a bare disconnect. For ``drain_notice`` it still serves what arrives."""
+    config = gateway_config({"drain_notice": 60})
+    async with running(config, upstreams()) as (gateway, base):
+        async with client(base) as c, httpx2.AsyncClient(base_url=base) as http:
+            assert result_text(await c.call_tool("time__now", {})) == "12:00"
+            async with anyio.create_task_group() as tg:
+                with logged("mcp_patchbay.gateway", "draining:") as draining:
+                    tg.start_soon(gateway.drain)
+                    with anyio.fail_after(5):
+                        await draining.wait()
+                assert (await http.get("/readyz")).status_code == 404
+                assert result_text(await c.call_tool("time__now", {})) == "12:00"  # still served
+                tg.cancel_scope.cancel()
+
+
 def test_refuses_to_serve_beyond_loopback_without_sign_in() -> None:
     problem = refusal(gateway_config(), "0.0.0.0", 8080)
     assert problem is not None and "sign-in" in problem and "gateway" in problem

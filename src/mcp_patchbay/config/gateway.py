@@ -179,6 +179,12 @@ class GatewaySettings(BaseModel, frozen=True):
     drain_grace: Annotated[float, Field(ge=0)] = 25.0
     """On SIGTERM, seconds in-flight calls get to finish before the upstreams stop."""
 
+    drain_notice: Annotated[float, Field(ge=0, le=300)] = 2.0
+    """On SIGTERM, seconds the listener stays open even with nothing in flight, ``/readyz``
+    answering 404, so that a load balancer's health checks (HAProxy's every second) take the
+    replica out before its connections are refused: a replica that closed at once dropped a
+    stateless call HAProxy had just sent it. Kubernetes' ``preStop`` sleep does the same there."""
+
     json_response: bool = False
     """Answer POSTs with plain JSON instead of an SSE stream (no progress or requests mid-call)."""
 

@@ -297,12 +297,16 @@ class Gateway:
         """Readiness off, no new sessions, calls in flight finish (``drain_grace`` at most), then stop."""
         self.draining = True
         grace = self.settings.drain_grace
+        notice_over = anyio.current_time() + self.settings.drain_notice
         logger.warning("draining: %d request(s) in flight, up to %g s", self.metrics.in_flight, grace)
         if self.metrics.in_flight:
             with anyio.move_on_after(grace) as scope:
                 await self._idle.wait()
             if scope.cancelled_caught:
                 logger.warning("drain grace over with %d request(s) still in flight", self.metrics.in_flight)
+        # The load balancer learns from /readyz that this replica drains; until it has, new
+        # requests still arrive, and are served rather than refused (gateway.drain_notice).
+        await anyio.sleep_until(notice_over)
         # Sessions end before the listener closes: their GET streams finish instead of being
         # cut by uvicorn's shutdown timeout (an ERROR and a traceback in the log).
         with anyio.move_on_after(SHUTDOWN_GRACE):
