@@ -52,6 +52,9 @@ async def serve_stdio(
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)
         tg.start_soon(reload_on_sighup, config.path, proxy.supervisor.apply)
+        from mcp_patchbay.presence.publish import publish  # what mcp-patchbay ui shows of this proxy
+
+        tg.start_soon(publish, proxy)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
         bounds = Bounds.of(config.settings)
