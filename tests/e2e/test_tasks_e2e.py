@@ -9,8 +9,10 @@ answered ``tasks/*`` with -32601, and gave a client that does not speak tasks th
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import anyio
@@ -19,13 +21,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.test_real_servers import EVERYTHING, proxy_command, write_config
-from tests.e2e_util import ROOT, result_text
+from tests.e2e_util import NODE_MODULES, ROOT, result_text
 from tests.task_upstream import RELATED, Heard, ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 NODE = shutil.which("node")
+EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 TOOL = "ev__simulate-research-query"
 
 if NODE is None or not EVERYTHING.exists():
@@ -38,21 +40,33 @@ def anyio_backend() -> str:
 
 
 async def test_server_everythings_research_task_through_the_proxy(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"ev": {"command": NODE, "args": [str(EVERYTHING), "stdio"]}})
-    command = proxy_command(config, tmp_path / "p.log")
-    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+    config = tmp_path / "patchbay.json"
+    servers = {"ev": {"command": NODE, "args": [str(EVERYTHING), "stdio"]}}
+    config.write_text(json.dumps({"mcpServers": servers, "patchbay": {"watch": False, "connect_timeout": 30}}))
+    args = ["-m", "mcp_patchbay", "--config", str(config), "--log-file", str(tmp_path / "p.log")]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
     heard = Heard()
     said: list[str | None] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         said.append(message)
 
+    changed = [anyio.Event()]
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed[0].set()
+
     with anyio.fail_after(60):
-        async with Client(params, mode="legacy", cache=None, extensions=[heard]) as client:
+        async with Client(params, mode="legacy", cache=None, extensions=[heard], message_handler=on_message) as client:
             init = client.session.initialize_result
             assert init is not None and init.capabilities.tasks is not None
             assert init.capabilities.tasks.requests is not None
             listed = {t.name: t for t in (await client.list_tools()).tools}
+            while TOOL not in listed:  # the server adds it once it knows its client (then list_changed)
+                await changed[0].wait()
+                changed[0] = anyio.Event()
+                listed = {t.name: t for t in (await client.list_tools()).tools}
             assert listed[TOOL].execution == types.ToolExecution(task_support="required")
 
             created = await ask(client, "tools/call", {"name": TOOL, "arguments": {"topic": "tides"}, "task": {}})
