@@ -139,6 +139,17 @@ class TaskUpstream:
         job.message = message
         await self._notify(job)
 
+    async def ask_input(self, task_id: str, message: str) -> types.ElicitResult:
+        """Ask the client for input while the task runs, naming the task by this server's own id
+        (``task_id`` may be one it never gave: the request goes on the first task's session)."""
+        job = self.jobs.get(task_id) or next(iter(self.jobs.values()))
+        params = types.ElicitRequestFormParams(
+            message=message,
+            requested_schema={"type": "object", "properties": {}},
+            _meta={RELATED: {"taskId": task_id}},  # pyright: ignore[reportCallIssue]
+        )
+        return await job.session.send_request(types.ElicitRequest(params=params), types.ElicitResult)
+
     async def progress(self, task_id: str, progress: float, message: str) -> None:
         job = self.jobs[task_id]
         await job.session.send_progress_notification(job.token, progress, None, message)

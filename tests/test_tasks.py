@@ -72,6 +72,25 @@ async def test_a_task_call_reaches_the_upstream_as_one_and_is_served_under_the_p
         assert len(proxy.tasks.table) == 1
 
 
+async def test_a_server_asking_for_input_during_its_task_names_the_task_by_the_clients_id() -> None:
+    """A server asking for input while its task runs names the task in the request's related-task
+    ``_meta`` by its own id; that id reached the client, which knows only the proxy's."""
+    ev = TaskUpstream("ev", {"research": "required"})
+    named: list[Any] = []
+
+    async def answer(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        named.append((params.meta or {}).get(RELATED))
+        return types.ElicitResult(action="accept", content={})
+
+    async with through_proxy({"ev": ev}, elicitation_callback=answer) as (_, client):
+        created = await ask(client, "tools/call", {"name": "ev__research", "arguments": {}, "task": {"ttl": 60_000}})
+        with anyio.fail_after(5):
+            answered = await ev.ask_input("task-1", "Which sources?")
+        assert answered.action == "accept"
+        await ev.ask_input("task-9", "A task the proxy never saw")  # not named at all
+    assert named == [{"taskId": created["task"]["taskId"]}, None]
+
+
 async def test_status_notices_and_progress_reach_the_client_under_the_proxys_id_and_token() -> None:
     ev = TaskUpstream("ev", {"research": "required"})
     heard = Heard()

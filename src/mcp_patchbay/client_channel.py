@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, get_args
+from typing import Any, Final, Protocol, cast, get_args
 from weakref import WeakKeyDictionary
 
 import anyio
@@ -59,6 +59,9 @@ from mcp_patchbay.rounds import Exchange
 from mcp_patchbay.sdk import connection_of
 
 logger = logging.getLogger("mcp_patchbay.client_channel")
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""The ``_meta`` key naming the task a request belongs to."""
 
 CLIENT_HELLO_WAIT = 2.0
 """Upstreams start once the client's first request arrives (it names the client's
@@ -162,6 +165,8 @@ class SessionChannel:
         subscription (``shared``): only that server's updates of that URI reach it."""
         self.hello = anyio.Event()
         """Set once the client's first request arrived."""
+        self.related_task: Callable[[str, str], str | None] = lambda server, upstream_id: None
+        """The id the client holds of a server's task (``tasks``), or None when the proxy knows none."""
 
     @contextmanager
     def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[_InFlight | None]:
@@ -284,6 +289,22 @@ class SessionChannel:
     async def list_roots(self, server: str) -> types.ListRootsResult | types.ErrorData:
         return await self._ask(server, types.ListRootsRequest(), types.ListRootsResult)
 
+    def _related_task_told(self, server: str, request: Any) -> Any:
+        """``request`` with the task it belongs to named by the id the client holds: a server asking
+        for input while its task runs names the task by its own id, which never reaches the client
+        (``related_task`` maps it; a task the proxy does not know of is not named at all)."""
+        params = getattr(request, "params", None)
+        meta = getattr(params, "meta", None)
+        if params is None or not isinstance(meta, dict) or RELATED_TASK not in meta:
+            return request
+        related = cast("dict[str, Any]", meta)[RELATED_TASK]
+        upstream_id = cast("dict[str, Any]", related).get("taskId") if isinstance(related, dict) else None
+        ours = self.related_task(server, upstream_id) if isinstance(upstream_id, str) else None
+        rest = {k: v for k, v in cast("dict[str, Any]", meta).items() if k != RELATED_TASK}
+        if ours is not None:
+            rest[RELATED_TASK] = {"taskId": ours}
+        return request.model_copy(update={"params": params.model_copy(update={"meta": rest or None})})
+
     async def _ask(self, server: str, request: Any, result_type: type[Any], *, pause: bool = False) -> Any:
         """``pause``: the server's calls in flight do not time out while a person answers on a
         2025-era session. A 2026-07-28 call's question is not paused: that call is suspended
@@ -314,6 +335,7 @@ class SessionChannel:
             if caller is not None:
                 caller.refused = True
             return refused
+        request = self._related_task_told(server, request)
         params = getattr(request, "params", None)
         if isinstance(params, types.ElicitRequestURLParams) and params.elicitation_id and caller is not None:
             self.elicited(server, (params.elicitation_id,), caller.ctx)
@@ -459,4 +481,4 @@ def session_callbacks(client: ClientChannel | None, name: str) -> dict[str, Any]
     return callbacks
 
 
-__all__ = ["CLIENT_HELLO_WAIT", "ClientChannel", "SessionChannel", "session_callbacks"]
+__all__ = ["CLIENT_HELLO_WAIT", "RELATED_TASK", "ClientChannel", "SessionChannel", "session_callbacks"]

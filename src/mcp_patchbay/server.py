@@ -197,6 +197,7 @@ class Proxy:
         """One tool call, whatever way it came (``call_path.ToolPath.run``)."""
         self.server = self._build_server()
         self.tasks.server_info = lambda: self.server.server_info_stamp
+        self.channel.related_task = self.tasks.client_id
         self.lane = CallLane(self.run_tool)
         self.tools.lane_client = lambda: self.lane.client_name
         self.tools.on_listing_changed = lambda: self.changes.on_catalog_change({"tools"})

@@ -390,6 +390,12 @@ class Tasks:
     def _max_ttl_ms(self) -> int:
         return int(self.settings.task_ttl * 1000)
 
+    def client_id(self, server: str, upstream_id: str) -> str | None:
+        """The id the client holds of ``server``'s task ``upstream_id`` (``client_channel``'s
+        ``related_task``), or None when no task of it is held here."""
+        records = self.table.by_upstream(server, upstream_id)
+        return records[0].id if len(records) == 1 else None
+
     def _owner(self, ctx: Request) -> str | None:
         return self._identity_of(ctx) if self._identity_of is not None else None
 

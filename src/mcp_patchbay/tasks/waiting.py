@@ -22,6 +22,7 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 
+from mcp_patchbay.client_channel import RELATED_TASK
 from mcp_patchbay.connection_errors import checked_result
 from mcp_patchbay.deadlines import ProgressFn
 from mcp_patchbay.errors import Code, UpstreamError
@@ -30,7 +31,6 @@ from mcp_patchbay.upstream import Upstream
 
 logger = logging.getLogger("mcp_patchbay.tasks")
 
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 Watcher = Callable[[types.TaskStatusNotificationParams], Awaitable[None]]
 
 
