@@ -95,8 +95,10 @@ def _parent() -> dict[str, Any]:
 def snapshot(proxy: Proxy, *, started_at: float, transport: str = "stdio") -> dict[str, Any]:
     """The proxy as the page shows it (the module docstring of ``presence`` has the shape)."""
     from mcp_patchbay import apps
+    from mcp_patchbay.exposure import described_servers
 
     supervisor = proxy.supervisor
+    described = described_servers(supervisor.upstreams)
     config = supervisor.config
     held = supervisor.status.held
     servers: list[dict[str, Any]] = []
@@ -113,6 +115,7 @@ def snapshot(proxy: Proxy, *, started_at: float, transport: str = "stdio") -> di
                 "tools": len(listed),
                 "problem": _problem(upstream, config.path) if upstream is not None else None,
                 "restarts": upstream.restarts if upstream is not None else 0,
+                "described": described.get(entry.name),
                 "remote": spec is not None and spec.transport != "stdio",
                 "disabled": bool(spec is not None and spec.disabled),
                 "held": sorted(name for kind, name in held.get(entry.name, ()) if kind == "tool"),
