@@ -121,6 +121,9 @@ class AccessRule(BaseModel, frozen=True):
     """One of the file's ``profiles``, whose ``servers`` and ``tools`` this rule grants (instead of
     its own ``servers`` and ``tools``); loading puts them in (``config.profiles``)."""
 
+    admin: bool = False
+    """The callers this rule matches may open the gateway's ``/ui`` page (``ui.gateway``)."""
+
     @model_validator(mode="after")
     def _check_who(self) -> Self:
         if not self.tokens and self.claim is None:

@@ -139,6 +139,20 @@ class AccessPolicy:
         # Only the claims rules look at make two callers differ, so they are the key.
         return self._lookup(None, tuple(_claim_values(token.claims, name) for name in self._claim_names))
 
+    def is_admin(self, token: AccessToken | None) -> bool:
+        """Whether a rule with ``"admin": true`` matches the caller holding ``token`` (the ``/ui`` page's)."""
+        if token is None or not self.rules:
+            return False
+        values = {name: _claim_values(token.claims, name) for name in self._claim_names} if token.claims else {}
+        return any(
+            rule.admin
+            and (
+                (token.claims is None and token.client_id in rule.tokens)
+                or (rule.claim is not None and not values.get(rule.claim, frozenset()).isdisjoint(rule.values))
+            )
+            for rule in self.rules
+        )
+
     def _resolve(self, token_name: str | None, claim_values: tuple[frozenset[str], ...]) -> Access:
         values = dict(zip(self._claim_names, claim_values, strict=False))  # empty for a static token
         matched = [
