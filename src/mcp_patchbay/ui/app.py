@@ -147,9 +147,9 @@ class Ui:
             return await self._admit(request)
         assert self.token is not None
         if same_token(request.cookies.get(self.cookie), self.token):
-            return Admission("local")
+            return Admission("mcp-patchbay ui")
         if same_token(request.query_params.get("token"), self.token) and request.method == "GET":
-            return Admission("local", set_cookie=True)
+            return Admission("mcp-patchbay ui", set_cookie=True)
         raise UiRefused(401, "refused: open the address mcp-patchbay ui printed (it carries the page's token)")
 
     def guard(self, app: ASGIApp) -> ASGIApp:
