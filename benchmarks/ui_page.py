@@ -145,7 +145,7 @@ def _held(config: Path, server: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--servers", type=int, default=30)
     parser.add_argument("--reps", type=int, default=25)
