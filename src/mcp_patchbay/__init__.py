@@ -99,6 +99,10 @@ Modules, by what they own:
 - Other clients' files: ``clients/`` (where each MCP client keeps its config on Linux, macOS
   and Windows; reading their servers for ``import``; writing the proxy's entry for
   ``install``, with backups and the record ``uninstall`` undoes; its own map says each module).
+- The person's page: ``ui/`` (``mcp-patchbay ui`` and the gateway's ``/ui``: proxies, servers, tools,
+  the activity log, held definitions; approving, signing in, turning servers and tools off and on;
+  its own map says each module), fed by ``presence/`` (each stdio proxy's snapshot file in the
+  data folder, for the page; the one thing of it a proxy loads, once serving).
 
 I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notifications``,
 ``rounds``, ``watch``, ``client_wire``, ``early_handshake``, ``lane``, ``client_channel``,
@@ -106,8 +110,9 @@ I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notific
 process's exit), ``listing``, ``transports/``, ``rawcalls``, ``sdk``, ``spawn``,
 ``start_memory`` and ``listing_cache`` (their files), ``oauth/`` (the browser, the
 loopback listener, the tokens' files), ``trust/`` (``store``, ``locking`` and ``guard``: the pins
-file) and ``clients/`` (``reading``, ``files``, ``records``,
-``running``: other clients' files and processes); ``config.loading`` reads the one file. Every
+file), ``clients/`` (``reading``, ``files``, ``records``,
+``running``: other clients' files and processes), ``presence/`` and ``ui/`` (the page's
+files, listener and browser); ``config.loading`` reads the one file. Every
 file read whole by path goes through ``bounded_read``.
 
 Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with
