@@ -406,3 +406,38 @@ async def test_sign_in_sends_the_browser_to_the_authorization_page(page: Page, m
         finished.set()
     details = [r.detail for r in page.store.query(server="remote")]
     assert details == ["sign in: signed in", "sign in started"]
+
+
+# --- the command and the package ------------------------------------------------------------------
+
+
+def test_the_command_refuses_a_bad_port_and_a_missing_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_patchbay import cli
+
+    assert cli.main(["ui", "--no-open", "--port", "70000"]) == 2
+    assert cli.main(["ui", "--no-open", "--config", str(tmp_path / "none.json")]) == 2
+    said = capsys.readouterr()
+    assert "--port 70000 is not a port" in said.err and "no config file at" in said.err and said.out == ""
+
+
+def test_the_page_ships_its_templates_and_htmx_with_its_license() -> None:
+    from mcp_patchbay import ui
+
+    folder = Path(ui.__file__).parent
+    assert 'version:"2.0.11"' in (folder / "static" / "htmx.min.js").read_text(encoding="utf-8")
+    assert "Zero-Clause BSD" in (folder / "static" / "htmx.LICENSE").read_text(encoding="utf-8")
+    assert {p.name for p in (folder / "templates").glob("*.html")} >= {"base.html", "overview.html", "held.html"}
+
+
+def test_a_stdio_proxy_loads_nothing_of_the_page() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcp_patchbay.cli, mcp_patchbay.cli.serving, mcp_patchbay.server, mcp_patchbay.presence.publish\n"
+        "loaded = [m for m in sys.modules if m.startswith(('mcp_patchbay.ui', 'jinja2'))]\n"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
