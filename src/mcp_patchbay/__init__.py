@@ -103,6 +103,10 @@ Modules, by what they own:
   the activity log, held definitions; approving, signing in, turning servers and tools off and on;
   its own map says each module), fed by ``presence/`` (each stdio proxy's snapshot file in the
   data folder, for the page; the one thing of it a proxy loads, once serving).
+- The activity log: ``activity/`` (every call, read and prompt through every proxy of the user, and
+  upstreams' starts, crashes, restarts, sign-ins, held definitions and approvals, in one SQLite file
+  of the data folder; the hooks' tuples written by a thread of its own, never waited for;
+  ``mcp-patchbay log``; loaded by a stdio proxy once its start is over; its own map says each module).
 
 I/O happens only in ``cli/``, ``gateway/``, ``server``, ``call_path``, ``notifications``,
 ``rounds``, ``watch``, ``client_wire``, ``early_handshake``, ``lane``, ``client_channel``,
@@ -112,7 +116,8 @@ process's exit), ``listing``, ``transports/``, ``rawcalls``, ``sdk``, ``spawn``,
 loopback listener, the tokens' files), ``trust/`` (``store``, ``locking`` and ``guard``: the pins
 file), ``clients/`` (``reading``, ``files``, ``records``,
 ``running``: other clients' files and processes), ``presence/`` and ``ui/`` (the page's
-files, listener and browser); ``config.loading`` reads the one file. Every
+files, listener and browser), ``activity/`` (``store``, ``writer``: the log's file, and its
+thread); ``config.loading`` reads the one file. Every
 file read whole by path goes through ``bounded_read``.
 
 Who is calling travels explicitly down the tool path (``ToolPath.run``'s request), with

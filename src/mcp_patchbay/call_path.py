@@ -105,6 +105,8 @@ class ToolPath:
         self._outboxes = outboxes
         self.on_call: CallObserver | None = None
         """Told of every tool call's outcome (the gateway's metrics)."""
+        self.on_activity: Callable[[tuple[Any, ...]], None] | None = None
+        """Told of every tool call as one tuple, queued as it is (the activity log: ``activity.events``)."""
         self.on_listing_changed: Callable[[], None] = lambda: None
         """A search made tools join the listing: ``Proxy`` tells the clients that were served it."""
         self.lane_client: Callable[[], str | None] = lambda: None
@@ -272,6 +274,9 @@ class ToolPath:
             if self.on_call is not None:
                 outcome = "tool_error" if result.get("isError") else "ok"
                 self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
+            if self.on_activity is not None:
+                end = time.monotonic()
+                self.on_activity(("tool_call", started, end, request, called, target, server, None, arguments, result))
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
                     "call %s -> %s/%s ok%s in %.1f ms",
@@ -284,7 +289,7 @@ class ToolPath:
             return result
         except PatchbayError as error:
             return self.error_result(
-                error, called, target, server, started=started, request=request, named_as_data=named_as_data
+                error, called, target, server, arguments, started=started, request=request, named_as_data=named_as_data
             )
         except MCPError:  # the edge's answer in JSON-RPC's error form, from a call route's own run
             raise
@@ -298,7 +303,7 @@ class ToolPath:
                 server=server,
             )
             return self.error_result(
-                error, called, target, server, started=started, request=request, named_as_data=named_as_data
+                error, called, target, server, arguments, started=started, request=request, named_as_data=named_as_data
             )
 
     async def warm_index(self) -> None:
@@ -397,6 +402,7 @@ class ToolPath:
         called: str,
         target: CatalogTool | None,
         server: str | None,
+        arguments: dict[str, Any] | None = None,
         *,
         started: float,
         request: Request | None,
@@ -416,6 +422,9 @@ class ToolPath:
         self.supervisor.status.record_error(error, called=called, server=server, tool=tool, caller=caller)
         if self.on_call is not None:
             self.on_call(server, tool, error.code.value, time.monotonic() - started)
+        if self.on_activity is not None:
+            end = time.monotonic()
+            self.on_activity(("tool_call", started, end, request, called, target, server, error, arguments, None))
         # A model's mistake (a name, arguments) is answered and logged at INFO: stderr is for the
         # proxy's and the upstreams' failures, which clients show to the user as errors.
         # A sign-in the user has to give is not a failure either: the gate logs the sign-in itself.

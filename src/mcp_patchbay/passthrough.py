@@ -29,6 +29,7 @@ sent only for what changed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Container
 from typing import Any
 
@@ -79,6 +80,8 @@ class Passthrough:
         self._log_level: types.LoggingLevel | None = None
         self.tg: anyio.abc.TaskGroup | None = None
         """Where level changes for upstreams that connect later run (the proxy's background group)."""
+        self.on_activity: Callable[[tuple[Any, ...]], None] | None = None
+        """Told of every resource read and prompt get as one tuple (the activity log: ``activity.events``)."""
 
     # --- resources ------------------------------------------------------------------------
 
@@ -137,6 +140,7 @@ class Passthrough:
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
         await self.supervisor.wait_startup()
+        started = time.monotonic()
         candidates, sent = self._owner(uri)
         last: PatchbayError | None = None
         for upstream in candidates:
@@ -146,17 +150,20 @@ class Passthrough:
                     types.ReadResourceResult,
                     what="resources/read",
                 )
+                self._tell("resource_read", started, ctx, uri, upstream.name, sent, None, None, result)
                 return result if sent == uri else _named(result, sent, uri)
             except PatchbayError as error:
                 last = error
                 if len(candidates) == 1:
                     logger.warning("resources/read %.200r on '%s' failed: %s", uri, upstream.name, error.detail)
+                    self._tell("resource_read", started, ctx, uri, upstream.name, sent, error, None, None)
                     raise to_mcp_error(error, types.INTERNAL_ERROR) from error
         logger.warning("resources/read %.200r: no server has it (%s)", uri, last.detail if last else "no candidates")
         missing = ClientError(
             Code.RESOURCE_NOT_FOUND,
             clip(f"Resource not found: {uri}. List the resources and templates to see what exists."),
         )
+        self._tell("resource_read", started, ctx, uri, None, None, missing, None, None)
         raise to_mcp_error(missing, RESOURCE_NOT_FOUND)
 
     async def subscribe(
@@ -228,12 +235,25 @@ class Passthrough:
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        upstream, name = await self._resolve_prompt(params.name)
-        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=params.arguments))
+        started, called, arguments = time.monotonic(), params.name, params.arguments
         try:
-            return await upstream.request(request, types.GetPromptResult, what="prompts/get")
+            upstream, name = await self._resolve_prompt(called)
+        except MCPError as error:
+            self._tell("prompt_get", started, ctx, called, None, None, error, arguments, None)
+            raise
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=arguments))
+        try:
+            result = await upstream.request(request, types.GetPromptResult, what="prompts/get")
         except PatchbayError as error:
+            self._tell("prompt_get", started, ctx, called, upstream.name, name, error, arguments, None)
             raise to_mcp_error(error, types.INTERNAL_ERROR) from error
+        self._tell("prompt_get", started, ctx, called, upstream.name, name, None, arguments, result)
+        return result
+
+    def _tell(self, kind: str, started: float, ctx: object, *event: object) -> None:
+        """The activity log hears of a read or a prompt: (name, server, upstream name, error, arguments, result)."""
+        if self.on_activity is not None:
+            self.on_activity((kind, started, time.monotonic(), ctx, *event))
 
     async def complete(
         self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams

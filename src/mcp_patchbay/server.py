@@ -217,6 +217,16 @@ class Proxy:
         self.tools.on_call = observer
 
     @property
+    def on_activity(self) -> Callable[[tuple[Any, ...]], None] | None:
+        """Told of what happens, one tuple each (the activity log, ``activity.events``): tool calls,
+        resource reads, prompt gets, upstreams' changes of state, what is held."""
+        return self.tools.on_activity
+
+    @on_activity.setter
+    def on_activity(self, observer: Callable[[tuple[Any, ...]], None] | None) -> None:
+        self.tools.on_activity = self.passthrough.on_activity = self.supervisor.on_activity = observer
+
+    @property
     def _listen_streams(self) -> int:
         """The ``subscriptions/listen`` streams open (on the gateway)."""
         return self.changes.listen_streams

@@ -89,6 +89,8 @@ class Supervisor:
         default_factory=lambda: list[Callable[[Upstream], None]]()
     )
     """Called each time an upstream (re)connects."""
+    on_activity: Callable[[tuple[object, ...]], None] | None = None
+    """Told of each upstream's change of state and of what is held, one tuple each (the activity log)."""
     started_at: float = field(default_factory=time.monotonic)
     config_problem: str | None = None
     """Why the config could not be used at the start (``ConfigError.summary``), so no server was
@@ -203,6 +205,9 @@ class Supervisor:
     # --- changes -------------------------------------------------------------------------
 
     def _on_change(self, upstream: Upstream) -> None:
+        if self.on_activity is not None:
+            state = (upstream.name, upstream.state, upstream.error, upstream.restarts)
+            self.on_activity(("upstream", time.monotonic(), *state))
         ready = upstream.state is State.READY
         if ready and upstream.name not in self._ready:
             for listener in self.ready_listeners:
@@ -223,7 +228,10 @@ class Supervisor:
 
     def _rebuild(self) -> None:
         served = self.trust.review(self._listings())
-        self.status.held = {server: [(h.kind, h.name) for h in held] for server, held in self.trust.holding().items()}
+        holding = self.trust.holding()
+        self.status.held = {server: [(h.kind, h.name) for h in held] for server, held in holding.items()}
+        if self.on_activity is not None and holding:
+            self.on_activity(("held", time.monotonic(), holding))
         sources: list[Source] = []
         for entry in self.config.servers:
             upstream = self.upstreams.get(entry.name)

@@ -24,6 +24,7 @@ OWN_PARSER_COMMANDS: dict[str, str] = {
     "call": "mcp_patchbay.cli.tools",
     "trust": "mcp_patchbay.cli.trust",
     "secret": "mcp_patchbay.cli.secret",
+    "log": "mcp_patchbay.activity.command",
     "ui": "mcp_patchbay.ui.command",
 }
 """Commands that read their own arguments (the first word of the command line names them),
@@ -68,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         usage=(
             "mcp-patchbay [serve|check] [CONFIG] [options]\n"
             "       mcp-patchbay login|logout SERVER [CONFIG] [options]\n"
-            "       mcp-patchbay import|install|uninstall|tools|call|trust|secret|ui ... (each with its own --help)"
+            "       mcp-patchbay import|install|uninstall|tools|call|trust|secret|ui|log ... (each with its own --help)"
         ),
         description="An MCP proxy: serves the tools, resources and prompts of several MCP servers as one, over "
         "stdio (or, with serve --http, over streamable HTTP to many clients). import gathers the servers of "

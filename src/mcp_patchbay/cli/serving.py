@@ -14,9 +14,11 @@ from mcp_patchbay import __version__
 
 if TYPE_CHECKING:
     import anyio
+    import anyio.abc
 
     from mcp_patchbay.config import Config
     from mcp_patchbay.early_handshake import EarlyHandshake
+    from mcp_patchbay.server import Proxy
     from mcp_patchbay.spawn import Prespawned
 
 logger = logging.getLogger("mcp_patchbay")
@@ -55,6 +57,8 @@ async def serve_stdio(
         from mcp_patchbay.presence.publish import publish  # what mcp-patchbay ui shows of this proxy
 
         tg.start_soon(publish, proxy)
+        if config.settings.activity:
+            await tg.start(_activity_log, proxy)
         if config.settings.watch:
             tg.start_soon(watch_config, config.path, proxy.supervisor.apply)
         bounds = Bounds.of(config.settings)
@@ -63,6 +67,29 @@ async def serve_stdio(
             # stop (shutdown), not a restart's.
             await proxy.serve(read_stream, write_stream, wire, before_stop=shutdown)
         tg.cancel_scope.cancel()
+
+
+async def _activity_log(proxy: Proxy, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    """The activity log (``patchbay.activity``). What happens from the start waits in a bounded
+    buffer; the log's code (``activity``, and ``sqlite3`` in its writer's thread) is loaded in a
+    worker thread once the start is over, so none of it is on the start's path."""
+    import collections
+    import importlib
+    import os
+
+    import anyio.to_thread
+
+    early: collections.deque[tuple[object, ...]] = collections.deque(maxlen=proxy.settings.activity_queue)
+    proxy.on_activity = early.append
+    task_status.started()
+    await proxy.supervisor.wait_startup()
+    try:
+        wiring = await anyio.to_thread.run_sync(importlib.import_module, "mcp_patchbay.activity.wiring")
+    except Exception as exc:  # the log is not worth the session
+        proxy.on_activity = None
+        logger.warning("the activity log could not be started: %s", exc)
+        return
+    await wiring.keep_log(proxy, f"stdio pid {os.getpid()}", early)
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:

@@ -234,6 +234,9 @@ def _approve(
             return approve(current, kind, name, now=now, fingerprint=fingerprint)[0]
 
         store.update(key, change)
+    from mcp_patchbay.activity.wiring import record_approvals
+
+    record_approvals(config.settings, done)  # one "approved" row each in the activity log
     if as_json:
         print(json.dumps({"approved": done}, indent=2))
     for item in [] if as_json else done:

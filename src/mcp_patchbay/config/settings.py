@@ -182,6 +182,32 @@ class Settings(BaseModel, frozen=True):
     """Tasks one caller may hold at once (on the gateway, each member), running or finished within
     their ttl. A new one drops the caller's oldest finished task; when all are running it is refused."""
 
+    activity: bool = True
+    """Keep the activity log (``mcp-patchbay log``, the ``ui`` page): every tool call, resource read and
+    prompt get (when, which client, the names, server, duration, outcome, sizes), upstreams' starts,
+    crashes and restarts, sign-ins needed, held definitions and approvals, in ``activity.sqlite3`` in
+    the data folder. Written by a thread of its own, off the call path: a call never waits for it. On
+    because it answers "what did my agent just do?" for about 3% of the stdio proxy's CPU a call
+    (docs/PERFORMANCE.md, "Activity log"); ``false`` writes nothing."""
+
+    activity_keep_days: Annotated[float, Field(gt=0)] = 14.0
+    """Rows older than this many days are deleted (at start, and every 2,000 rows written)."""
+
+    activity_max_mb: Annotated[float, Field(ge=1)] = 64.0
+    """The most the log file may hold, in MiB: past it the oldest rows are deleted."""
+
+    activity_keep_arguments: bool = False
+    """Keep each call's arguments and result in the log, cut to ``activity_argument_chars`` and with
+    credentials redacted (values under keys such as ``password`` or ``token``, and what log lines are
+    cleaned of). Off: the log keeps names, outcomes and sizes only."""
+
+    activity_argument_chars: Annotated[int, Field(ge=0, le=1_000_000)] = 2000
+    """With ``activity_keep_arguments``, the characters kept of each call's arguments and of its result."""
+
+    activity_queue: Annotated[int, Field(ge=100)] = 10_000
+    """Rows waiting to be written at most; when the file falls behind, the oldest waiting row is
+    dropped (and counted, logged at most once a minute), never the call."""
+
     @field_validator("registered_as")
     @classmethod
     def _check_registered_as(cls, value: str | None) -> str | None:

@@ -28,7 +28,9 @@ stop, and the process exits 0. A second signal stops at once.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import signal
 import sys
 from contextlib import nullcontext
@@ -213,10 +215,6 @@ class Gateway:
         ]
         if self.auth is not None:
             routes += self.auth.routes
-        if any(rule.admin for rule in self.settings.access or ()):  # the page at /ui, for admins only
-            from mcp_patchbay.ui.gateway import ui_routes
-
-            routes += ui_routes(self)
         return Starlette(routes=routes, middleware=self.auth.middleware if self.auth else None)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -441,6 +439,11 @@ async def serve_http(config: Config, prespawned: Prespawned, host: str, port: in
             tg.start_soon(reload_on_sighup, config.path, gateway.proxy.supervisor.apply)
             if config.settings.watch:
                 tg.start_soon(watch_config, config.path, gateway.proxy.supervisor.apply)
+            if config.settings.activity:  # the activity log, each call's member read on its request's path
+                from mcp_patchbay.activity.wiring import gateway_member, keep_log
+
+                label = f"gateway {host}:{port} pid {os.getpid()}"
+                await tg.start(functools.partial(keep_log, gateway.proxy, label, member=gateway_member))
 
             async def serve_then_stop(*, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
                 await gateway.serve(task_status=task_status)
