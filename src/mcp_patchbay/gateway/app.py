@@ -215,6 +215,10 @@ class Gateway:
         ]
         if self.auth is not None:
             routes += self.auth.routes
+        if any(rule.admin for rule in self.settings.access or ()):  # the page at /ui, for admins only
+            from mcp_patchbay.ui.gateway import ui_routes
+
+            routes += ui_routes(self)
         return Starlette(routes=routes, middleware=self.auth.middleware if self.auth else None)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
