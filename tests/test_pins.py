@@ -392,6 +392,41 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     assert record is not None and set(record.approved["tool"]) == {f"t{w}-{i}" for w in range(4) for i in range(5)}
 
 
+def _batches_in_another_process(path: str, worker: int) -> None:
+    """Batches of two records each: one of this worker's own, and the shared record grown by one
+    tool, read from the file as it is under the lock (a stale read would drop another's tools)."""
+    store = PinStore(Path(path))
+    for index in range(5):
+        name = f"t{worker}-{index}"
+
+        def own(current: ServerPins | None, name: str = name) -> ServerPins | None:
+            return decide(current, [tool(name)], policy=DEFAULT, now=NOW, server="own").record
+
+        def shared(current: ServerPins | None, name: str = name) -> ServerPins | None:
+            listed = [
+                types.Tool.model_validate(pin.definition)
+                for pin in (current.approved["tool"].values() if current else ())
+            ]
+            return decide(current, [*listed, tool(name)], policy=DEFAULT, now=NOW, server="shared").record
+
+        store.update_many({f"own-{name}": own, "shared": shared})
+
+
+def test_processes_writing_batches_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "pins.json"
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    workers = [context.Process(target=_batches_in_another_process, args=(str(path), i)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    records = PinStore(path).load()
+    everyone = {f"t{w}-{i}" for w in range(4) for i in range(5)}
+    assert set(records) == {"shared", *(f"own-{name}" for name in everyone)}
+    assert set(records["shared"].approved["tool"]) == everyone
+
+
 def test_changed_sees_another_writer(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
     mine, theirs = PinStore(path), PinStore(path)

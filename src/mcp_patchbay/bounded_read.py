@@ -8,6 +8,8 @@ but a regular file, naming what it is, refuses a file over the caller's limit be
 and reads at most one byte more than the limit (a file growing as it is read is refused too).
 Every refusal is :class:`FileRefused`, an ``OSError``: code that copes with a file it cannot read
 copes with it already, and code that words it for a person branches on it.
+:func:`read_changed` is the same reading, skipped when the caller knows the file opened already
+(its ``fstat``: the pins file, looked at again under its lock).
 
 The limits, each a caller's:
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -39,6 +41,7 @@ __all__ = [
     "FileRefused",
     "config_limit",
     "read_bytes",
+    "read_changed",
     "read_config",
     "read_text",
 ]
@@ -120,11 +123,35 @@ def read_bytes(path: str | os.PathLike[str], limit: int, what: str, setting: str
     ``what`` names the kind of file in a refusal ("a config file"), ``setting`` what raises its
     limit. Raises :class:`FileRefused`, else what ``open`` raises (``FileNotFoundError`` ...).
     """
+    _, read = _read(path, limit, what, setting, None)
+    assert read is not None
+    return read
+
+
+def read_changed(
+    path: str | os.PathLike[str], limit: int, what: str, known: Callable[[os.stat_result], bool]
+) -> tuple[os.stat_result, bytes | None]:
+    """:func:`read_bytes`, unless ``known`` says the file opened is one the caller read already
+    (given its ``fstat``): then nothing is read (None). Its status either way. The file is opened
+    to be looked at, not ``stat``-ed by name: an NFS client revalidates a file at its opening
+    (close-to-open), where a ``stat`` may answer from its attribute cache for seconds."""
+    return _read(path, limit, what, None, known)
+
+
+def _read(
+    path: str | os.PathLike[str],
+    limit: int,
+    what: str,
+    setting: str | None,
+    known: Callable[[os.stat_result], bool] | None,
+) -> tuple[os.stat_result, bytes | None]:
     descriptor = _open(path)
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
             raise _not_regular(path, status.st_mode)
+        if known is not None and known(status):
+            return status, None
         if status.st_size > limit:
             raise _too_large(path, _size(status.st_size), limit, what, setting)
         if os.name == "posix":
@@ -138,7 +165,7 @@ def read_bytes(path: str | os.PathLike[str], limit: int, what: str, setting: str
         os.close(descriptor)
     if left <= 0:
         raise _too_large(path, f"more than {_size(limit)}", limit, what, setting)
-    return b"".join(chunks)
+    return status, b"".join(chunks)
 
 
 def read_text(

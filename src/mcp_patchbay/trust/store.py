@@ -13,13 +13,18 @@ first sight and pin the new definitions unreviewed.
 
 Several processes share the file (stdio proxies of several clients, the ``trust`` command,
 gateway replicas on a shared volume): every change is a read-modify-write under an exclusive
-lock on ``pins.json.lock`` (``locking``), reading the file again once the lock is held. A
-file that cannot be read as pins (not JSON, too large) raises ``PinsUnreadable`` and is
-never written over: the caller reports it and a person moves it aside.
+lock on ``pins.json.lock`` (``locking``), looking at the file again once the lock is held: it
+is opened and, unless it is the very file this store last read or wrote (the same inode,
+size and modification time, from the opened file's ``fstat``), read again. ``update_many``
+changes several records under one lock with one write: a proxy pins every server first seen
+in one catalog rebuild at once. A file that cannot be read as pins (not JSON, too large)
+raises ``PinsUnreadable`` and is never written over: the caller reports it and a person moves
+it aside.
 
 Reads outside the lock (``record``, ``load``: what a serving proxy decides from when it has
 nothing to write) are answered from the last read while the file's version (a ``stat``) is
-the same, so a catalog rebuild costs a ``stat`` per server, not a parse of the file.
+the same, so a catalog rebuild costs a ``stat`` per server, not a parse of the file;
+``last_record`` answers from that last read, never reading (the event loop's question).
 
 ``MemoryPinStore`` keeps the same records in memory, for a config that is no file (built in
 memory: tests, an embedding program): there is no path to key them by, so they last as long
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from mcp_patchbay import places
-from mcp_patchbay.bounded_read import FileRefused, read_bytes
+from mcp_patchbay.bounded_read import FileRefused, read_changed
 from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
 from mcp_patchbay.trust.locking import locked
 
@@ -58,6 +63,12 @@ __all__ = [
 
 FILE_NAME = "pins.json"
 _Item = TypeVar("_Item", Pin, Pending)
+Change = Callable[["ServerPins | None"], "ServerPins | None"]
+"""A record as the file has it now (None: none yet) to the record to keep (the same pins, or
+None: nothing to write)."""
+Version = tuple[int, int, int]
+"""A file's modification time (ns), inode and size: each write renames a new file over the old
+one, so the inode changes even within the clock's step."""
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest pins file read or written. Real servers' definitions are 0.5 to 5 KB each (the
 largest in the search benchmark's catalog, 30 KB): some thousands of tools fit many times. A write
@@ -103,14 +114,25 @@ def entry_key(config_path: str | os.PathLike[str], server: str) -> str:
 
 
 class PinStore:
-    """The pins file; every method reads it (or locks, reads and writes it) afresh."""
+    """The pins file. Reads are answered from the last read while the file is the same; every
+    change locks it, reads it when another process changed it, and writes it."""
 
-    def __init__(self, path: Path | None = None, *, max_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        max_bytes: int = MAX_FILE_BYTES,
+        write: Callable[[Path, str], None] = places.write_private,
+    ) -> None:
+        """``write`` puts the file's whole text in place (``places.write_private``: a private file
+        renamed over the old one); a program embedding the proxy may wrap it, to audit each write."""
         self.path = path or default_path()
         self.max_bytes = max_bytes
-        self._version: tuple[int, int, int] | None = None
-        self._last: tuple[tuple[int, int, int], dict[str, ServerPins]] | None = None
-        """The file's version and its records, as last read or written (``_cached``)."""
+        self.write = write
+        self._version: Version | None = None
+        self._last: tuple[Version, dict[str, ServerPins]] | None = None
+        """The file's version and its records, as last read or written (``_cached``); replaced
+        whole, never changed in place, so the event loop may read it while a worker thread writes."""
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -121,9 +143,16 @@ class PinStore:
     def record(self, key: str) -> ServerPins | None:
         return self._cached().get(key)
 
-    def version(self) -> tuple[int, int, int] | None:
-        """The file's version now (a stat: time, inode, size; None when there is none): each write
-        is a new file renamed over the old one, so its inode changes even within the clock's step."""
+    def last_record(self, key: str) -> tuple[bool, ServerPins | None]:
+        """The record as this store last read or wrote it (None: none, or nothing read yet), and
+        whether the file is still that one (a ``stat``, nothing read)."""
+        last = self._last
+        if last is None:
+            return False, None
+        return last[0] == self._stat(), last[1].get(key)
+
+    def version(self) -> Version | None:
+        """The file's version now (a stat: time, inode, size; None when there is none)."""
         return self._stat()
 
     def changed(self) -> bool:
@@ -133,24 +162,35 @@ class PinStore:
 
     # --- changing -------------------------------------------------------------------------------
 
-    def update(self, key: str, change: Callable[[ServerPins | None], ServerPins | None]) -> ServerPins | None:
+    def update(self, key: str, change: Change) -> ServerPins | None:
         """Read-modify-write of one record under the lock: ``change`` gets the record as the file
         has it now and returns the new one (the same pins: nothing is written)."""
+        return self.update_many({key: change})[key]
+
+    def update_many(self, changes: Mapping[str, Change]) -> dict[str, ServerPins | None]:
+        """``update`` of several records under one lock, with one write at most (none when every
+        change keeps the same pins): each key's record as kept (or as ``change`` returned it).
+        ``PinsFull`` when they do not all fit: nothing of them is written."""
         with self._locked():
-            records = self._read()
-            before = records.get(key)
-            after = change(before)
-            if after is None or (before is not None and after.same_pins(before)):
-                return after
-            after = _record_bounded(after)
-            records[key] = after
-            self._write(records, (key,))
-            return records[key]
+            records = self._current()
+            kept: dict[str, ServerPins | None] = {}
+            grown: list[str] = []
+            for key, change in changes.items():
+                before = records.get(key)
+                after = change(before)
+                if after is None or (before is not None and after.same_pins(before)):
+                    kept[key] = after
+                    continue
+                records[key] = kept[key] = _record_bounded(after)
+                grown.append(key)
+            if grown:
+                self._write(records, grown)
+            return kept
 
     def update_all(self, change: Callable[[str, ServerPins], ServerPins]) -> dict[str, ServerPins]:
         """``change`` applied to every record under one lock (``trust --all``); the changed ones."""
         with self._locked():
-            records = self._read()
+            records = self._current()
             changed = {key: new for key, old in records.items() if not (new := change(key, old)).same_pins(old)}
             if changed:
                 records.update({key: _record_bounded(record) for key, record in changed.items()})
@@ -171,12 +211,12 @@ class PinStore:
         if os.name != "nt" and folder.stat().st_mode & 0o077:
             folder.chmod(0o700)  # ours alone, whoever made it (mkdir's mode obeys the umask)
 
-    def _stat(self) -> tuple[int, int, int] | None:
+    def _stat(self) -> Version | None:
         try:
             status = self.path.stat()
         except OSError:
             return None
-        return (status.st_mtime_ns, status.st_ino, status.st_size)
+        return _version_of(status)
 
     def _cached(self) -> dict[str, ServerPins]:
         """The records, read again only when the file's version changed since the last read."""
@@ -187,9 +227,21 @@ class PinStore:
         return self._read()
 
     def _read(self) -> dict[str, ServerPins]:
-        version = self._stat()
+        return self._read_file(reuse=False)
+
+    def _current(self) -> dict[str, ServerPins]:
+        """The records under the lock: read again only when the file is not the one last read or
+        written here (another process wrote it since)."""
+        return self._read_file(reuse=True)
+
+    def _read_file(self, *, reuse: bool) -> dict[str, ServerPins]:
+        last = self._last
+
+        def known(status: os.stat_result) -> bool:
+            return reuse and last is not None and _version_of(status) == last[0]
+
         try:
-            raw = read_bytes(self.path, self.max_bytes, "the pins file")
+            status, raw = read_changed(self.path, self.max_bytes, "the pins file", known)
         except FileNotFoundError:
             self._version = None
             return {}
@@ -197,8 +249,12 @@ class PinStore:
             raise PinsUnreadable(self.path, exc.why) from None
         except OSError as exc:
             raise PinsUnreadable(self.path, exc.strerror or type(exc).__name__) from None
+        version = _version_of(status)
+        if raw is None and last is not None:
+            self._version = version
+            return dict(last[1])
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads((raw or b"").decode("utf-8"))
             if not isinstance(data, dict) or not isinstance(cast("dict[str, Any]", data).get("servers"), dict):
                 raise ValueError("no 'servers' object")
             servers = cast("dict[str, Any]", cast("dict[str, Any]", data)["servers"])
@@ -206,31 +262,32 @@ class PinStore:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise PinsUnreadable(self.path, f"not a pins file: {exc}") from None
         self._version = version
-        self._last = None if version is None else (version, dict(records))
+        self._last = (version, dict(records))
         return records
 
     def _write(self, records: Mapping[str, ServerPins], grown: Sequence[str] = ()) -> None:
         kept = dict(records)
         text = self._bounded(kept, grown)
-        places.write_private(self.path, text)
+        self.write(self.path, text)
         self._version = self._stat()
         self._last = None if self._version is None else (self._version, kept)
 
     def _bounded(self, records: dict[str, ServerPins], grown: Sequence[str]) -> str:
         """The file's text within ``max_bytes``. Only the records in ``grown`` (the ones this write
-        changes) give way: first cut to their fingerprints, then, still too large, nothing is written
-        (``PinsFull``): another server's record is never dropped because one server grew."""
+        changes) give way, the last changed first: each cut to its fingerprints until the text fits;
+        still too large, nothing is written (``PinsFull``): another server's record is never dropped
+        because one server grew."""
         text = _dumps(records)
-        if len(text.encode()) <= self.max_bytes:
-            return text
-        for key in grown:
+        for key in reversed(grown):
+            if len(text.encode()) <= self.max_bytes:
+                return text
             records[key] = _fingerprints_only(records[key])
             logger.warning(
                 "pins: server '%s' is kept as fingerprints only, to keep the file within %s bytes",
                 _escaped(records[key].server),
                 f"{self.max_bytes:,}",
             )
-        text = _dumps(records)
+            text = _dumps(records)
         if len(text.encode()) > self.max_bytes:
             raise PinsFull(self.path, f"it would grow past {self.max_bytes:,} bytes")
         return text
@@ -249,8 +306,11 @@ class MemoryPinStore(PinStore):
     def _locked(self) -> Generator[None]:
         yield
 
-    def _stat(self) -> tuple[int, int, int] | None:
+    def _stat(self) -> Version | None:
         return (self._writes, 0, 0) if self._writes else None
+
+    def last_record(self, key: str) -> tuple[bool, ServerPins | None]:
+        return True, self._records.get(key)
 
     def _read(self) -> dict[str, ServerPins]:
         self._version = self._stat()
@@ -259,10 +319,17 @@ class MemoryPinStore(PinStore):
     def _cached(self) -> dict[str, ServerPins]:
         return self._read()
 
+    def _current(self) -> dict[str, ServerPins]:
+        return self._read()
+
     def _write(self, records: Mapping[str, ServerPins], grown: Sequence[str] = ()) -> None:
         self._records = dict(records)
         self._writes += 1
         self._version = self._stat()
+
+
+def _version_of(status: os.stat_result) -> Version:
+    return (status.st_mtime_ns, status.st_ino, status.st_size)
 
 
 def _dumps(records: Mapping[str, ServerPins]) -> str:
