@@ -332,6 +332,7 @@ class ToolPath:
         last time. A tool it no longer lists as it was (held, gone) is sent nothing."""
         if await upstream.ensure_started(self.settings.connect_timeout) is None:
             return target  # the chain answers why it cannot serve
+        await self.supervisor.reviewed(within=self.settings.startup_wait)  # what it lists now, judged
         fresh = self.views.view(view.access)
         now = fresh.catalog.by_exposed.get(target.exposed)
         if now is not None and now.server == target.server and now.upstream_name == target.upstream_name:

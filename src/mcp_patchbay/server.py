@@ -371,6 +371,8 @@ class Proxy:
         # "always_list" lists upstreams' tools in search mode too).
         if self.settings.expose != "search" or self._lists_upstream_tools():
             await self.supervisor.wait_startup()
+        else:  # listings under review: call_tool's annotations say what their tools do once judged
+            await self.supervisor.reviewed(within=self.settings.startup_wait)
         tools = self.views.tools_listing(self.views.view(), for_apps=declares_apps(ctx.session.client_capabilities))
         self.changes.serving(ctx, "tools", tools)
         return types.ListToolsResult(tools=tools)

@@ -18,14 +18,18 @@ listing a lazy server gives is kept for the next start.
 Trust (``trust.serving``): every rebuild reviews each server's own listing (live or kept, before
 its entry's overrides) against its pins and the scan; held tools are denied by the source's
 filter (not listed, not found, not run: ``held_error`` answers a call to one) and held prompts
-left out. Every ``patchbay.trust_poll`` seconds the pins file is looked at (a ``stat``): an
-approval by ``mcp-patchbay trust`` rebuilds, and the catalog's diff tells the clients.
+left out. A listing whose review takes a scan or a write (a first sight, a change) is reviewed
+in a worker thread, every such listing of the moment at once (``_review_waiting``), and its new
+or changed definitions are served by the rebuild that follows, never before; the startup wait
+includes these reviews. Every ``patchbay.trust_poll`` seconds the pins file is looked at (a
+``stat``): an approval by ``mcp-patchbay trust`` rebuilds, and the catalog's diff tells the clients.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -58,6 +62,7 @@ from mcp_patchbay.transports import Connector
 from mcp_patchbay.trust.fingerprint import Kind
 from mcp_patchbay.trust.guard import launch_of
 from mcp_patchbay.trust.serving import Listed, ServingTrust
+from mcp_patchbay.trust.store import PinStore
 from mcp_patchbay.upstream import TaskNotices, Upstream
 
 logger = logging.getLogger("mcp_patchbay.supervisor")
@@ -78,6 +83,8 @@ class Supervisor:
     """Start every server now, lazy or not, and stop none idle (``check``: it is a check)."""
     listing_cache: ListingCache = field(default_factory=ListingCache)
     """The lazy servers' last listings (``places.data_dir()``; read only when a server is lazy)."""
+    pins: PinStore | None = None
+    """Where pins are kept: None, ``pins.json`` in the data folder (in memory for a config that is no file)."""
     task_notices: TaskNotices | None = None
     """Where every upstream's notices about its tasks go (``tasks.Tasks``; ``Proxy`` sets it)."""
 
@@ -102,13 +109,15 @@ class Supervisor:
     _all_started: anyio.Event = field(default_factory=anyio.Event)
     _signature: tuple[list[str], list[str], list[str]] | None = None
     _ready: set[str] = field(default_factory=lambda: set[str]())
+    _reviewing: anyio.Event | None = None
+    """Set when the listings waiting for their review have it (None: none wait)."""
     trust: ServingTrust = field(init=False)
     """Pins and the scan over every server's listing (``trust.serving``)."""
 
     def __post_init__(self) -> None:
         settings = self.config.settings
         budget = name_budget(settings.max_name_length, settings.registered_as)
-        self.trust = ServingTrust(self.config.path, settings, max_length=budget)
+        self.trust = ServingTrust(self.config.path, settings, max_length=budget, store=self.pins)
 
     @property
     def settings(self):
@@ -162,6 +171,7 @@ class Supervisor:
     async def _watch_first_attempts(self) -> None:
         for upstream in list(self.upstreams.values()):
             await upstream.first_attempt_done.wait()
+        await self.reviewed()  # their listings' verdicts: a tool first seen is served with its verdict
         self._all_started.set()
         ready = sum(1 for u in self.upstreams.values() if u.state is State.READY)
         parked = sum(1 for u in self.upstreams.values() if u.state in PARKED)
@@ -191,16 +201,26 @@ class Supervisor:
 
     @property
     def started(self) -> bool:
-        """Every upstream has finished its first connection attempt."""
-        return self._all_started.is_set()
+        """Every upstream has finished its first connection attempt, and no listing waits for its review."""
+        return self._all_started.is_set() and self._reviewing is None
+
+    async def reviewed(self, within: float = math.inf) -> None:
+        """Until no listing waits for its review (``trust.serving``: the scan, the pins written; its
+        wait for the pins file's lock is bounded), at most ``within`` seconds."""
+        with anyio.move_on_after(within):
+            while (reviewing := self._reviewing) is not None:
+                await reviewing.wait()
 
     async def wait_startup(self) -> None:
-        """Until every upstream finished its first attempt, but never past ``startup_wait`` from launch."""
-        if self._all_started.is_set():
+        """Until every upstream finished its first attempt, but never past ``startup_wait`` from
+        launch, and the reviews under way have their verdicts (a definition new or changed is
+        served once its review ends, never before), but never longer than ``startup_wait``."""
+        if self.started:
             return
         remaining = self.started_at + self.config.settings.startup_wait - time.monotonic()
         with anyio.move_on_after(max(0.0, remaining)):
             await self._all_started.wait()
+        await self.reviewed(within=self.config.settings.startup_wait)
 
     # --- changes -------------------------------------------------------------------------
 
@@ -226,8 +246,30 @@ class Supervisor:
         if self.listing_cache.put(upstream.name, self.config.path, spec, known):
             self._tg.start_soon(self.listing_cache.flush)
 
+    def _review_waiting(self) -> None:
+        """Review the listings waiting for it in a worker thread, those that wait meanwhile after
+        them, each round's at once, and rebuild with each round's verdicts (one task at a time)."""
+        if self._reviewing is not None or self._tg is None:
+            return
+        done = self._reviewing = anyio.Event()
+
+        async def review() -> None:
+            try:
+                while self.trust.waiting:
+                    await self.trust.settle()
+                    self._rebuild()
+            except Exception:  # a review that fails serves nothing new: what waits stays denied
+                logger.exception("reviewing the servers' listings failed")
+            finally:
+                self._reviewing = None
+                done.set()
+
+        self._tg.start_soon(review)
+
     def _rebuild(self) -> None:
         served = self.trust.review(self._listings())
+        if self.trust.waiting:
+            self._review_waiting()
         holding = self.trust.holding()
         self.status.held = {server: [(h.kind, h.name) for h in held] for server, held in holding.items()}
         if self.on_activity is not None and holding:

@@ -74,6 +74,7 @@ async def run_check(
         with anyio.move_on_after(config.settings.connect_timeout + 5):
             for upstream in list(supervisor.upstreams.values()):
                 await upstream.first_attempt_done.wait()
+            await supervisor.reviewed()  # each listing's verdict: what is held, what is served
         for name, upstream in supervisor.upstreams.items():
             status = upstream.status()
             status["name"] = name

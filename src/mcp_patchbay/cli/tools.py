@@ -247,6 +247,7 @@ async def first_attempts(proxy: Proxy, upstreams: Sequence[Upstream]) -> None:
                 if not upstream.first_attempt_done.is_set():
                     status.show(f"starting {upstream.name}...")
                     await upstream.first_attempt_done.wait()
+            await proxy.supervisor.reviewed()  # each listing's verdict: what is held, what is served
     finally:
         status.clear()
 

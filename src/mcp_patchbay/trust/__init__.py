@@ -4,9 +4,12 @@ tool text gives the model orders unseen. ``docs/TRUST.md`` is the user's account
 The path of a server's fresh listing (``supervisor`` reviews every listing through ``serving``
 before the catalog is built; ``call_path`` asks it of a name it cannot run)::
 
-    listing ─> serving.ServingTrust.review ─> guard.Guard.review ─> store.PinStore.update (lock, read, decide, write)
-                                        └─> decide.decide: fingerprint each definition, compare with
-                                            its pin, scan the new or changed ones ─> served / held
+    listing ─> serving.ServingTrust.review ─> guard.Guard.answer (from memory: a stat) ─> served / held
+                                        └─> waits: ServingTrust.settle, in a worker thread, every listing
+                                            waiting at once ─> Guard.decide_all ─> decide.decide: fingerprint
+                                            each definition, compare with its pin, scan the new or changed
+                                            ones ─> store.PinStore.update_many (lock, read if changed, one write)
+                                            ─> Guard.settle on the loop ─> the supervisor rebuilds: served / held
     a call to a held tool ─> Guard.held_call ─> errors.tool_changed (TOOL_CHANGED)
     mcp-patchbay trust ─> cli.trust ─> PinStore.update (approve) ─> the serving proxies see
                           Guard.changed() and review again ─> list_changed
@@ -27,6 +30,6 @@ Modules (pure unless said):
 - ``locking`` (I/O): the exclusive lock processes and replicas take around a change.
 - ``guard`` (I/O through ``store``): ``Guard``, what the serving path calls.
 - ``serving`` (I/O through ``guard``): ``ServingTrust``, the supervisor's: each rebuild's reviews,
-  held tools denied by their source's filter, held prompts left out, ``TOOL_CHANGED`` for a name
-  that stands for a held one.
+  the scans and writes they take run in a worker thread, held tools denied by their source's
+  filter, held prompts left out, ``TOOL_CHANGED`` for a name that stands for a held one.
 """

@@ -44,6 +44,7 @@ __all__ = [
     "Pin",
     "Policy",
     "Reason",
+    "Scan",
     "ServerPins",
     "approve",
     "decide",

@@ -8,14 +8,23 @@
     guard.find_held(called, "__")   # a name the catalog does not know, that a held tool would have had
     if guard.changed(): rebuild    # poll (a stat): ``trust`` in another process approved; list_changed follows
 
-``review`` decides from the server's record as last read (read again only when the file
-changed: a ``stat``); only when the decision changes the record (a first sight, a change held,
-a new tool pinned) is it a read-modify-write under the pins file's lock, decided again on what
-the file holds then. It logs what happened once (pinned on first sight, held and why, served
-with a warning). A listing the guard has already reviewed (the same tool objects, the same
-context, the file unchanged since) is answered from memory, so catalog rebuilds for other
-reasons cost a ``stat``. When the pins file cannot be used (unreadable, its lock not had in
-``locking.WAIT``), the error is logged once and the listing is decided in memory as under
+The serving path splits ``review`` in three (``serving``), so that no scan, no wait for the
+lock and no read or write of the file happens on the event loop:
+
+    guard.answer(server, listing)        # the loop: a decision from memory, or None (work to do)
+    guard.decide_all({server: listing})  # a worker thread: the scans, and one locked write for all
+    guard.settle(server, listing, decision, version)   # the loop again: logged, remembered, held
+
+``answer`` decides from the server's record as last read or written here, while the file has
+not changed (a ``stat``), and only when the decision needs no scan (every definition approved
+and unchanged) and changes nothing in the record; a listing it has already reviewed (the same
+tool objects, the same context, the file unchanged since) is answered from memory, so catalog
+rebuilds for other reasons cost a ``stat``. ``decide_all`` reads the file when it changed,
+scans each new or changed definition once, and writes every record its decisions change under
+one lock (``PinStore.update_many``), deciding again on what the file holds then if another
+process wrote it meanwhile. ``settle`` logs what happened once (pinned on first sight, held and
+why, served with a warning). When the pins file cannot be used (unreadable, its lock not had in
+``locking.WAIT``), the error is logged once and the listings are decided in memory as under
 ``pin: "off"`` (the scan still holds), the file left as it is.
 """
 
@@ -32,14 +41,14 @@ from typing import Any
 import mcp_types as types
 
 from mcp_patchbay.errors import PatchbayError, tool_changed
-from mcp_patchbay.trust.decide import Decision, Held, Policy, ServerPins, decide
-from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of
-from mcp_patchbay.trust.scan import ScanContext, Scanner
-from mcp_patchbay.trust.store import PinsFull, PinStore, PinsUnreadable, entry_key
+from mcp_patchbay.trust.decide import Decision, Held, Policy, Scan, ServerPins, decide
+from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of, fingerprint
+from mcp_patchbay.trust.scan import Finding, ScanContext, Scanner
+from mcp_patchbay.trust.store import Change, PinsFull, PinStore, PinsUnreadable, entry_key
 
 logger = logging.getLogger("mcp_patchbay.trust")
 
-__all__ = ["Guard", "launch_of"]
+__all__ = ["Guard", "Listing", "launch_of"]
 
 
 def launch_of(spec: Any) -> str:
@@ -63,21 +72,57 @@ def launch_of(spec: Any) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One server's fresh listing to review, in its catalog's context."""
+
+    tools: Sequence[types.Tool]
+    prompts: Sequence[types.Prompt] = ()
+    context: ScanContext | None = None
+    launch: str = ""
+    """What launches the server, recorded for a person (``launch_of``)."""
+
+
 @dataclass
 class _Reviewed:
-    tools: Sequence[types.Tool]
-    prompts: Sequence[types.Prompt]
-    context: ScanContext | None
-    """The listing and the context reviewed (kept, so they are compared by identity, never by a
-    reused ``id``)."""
+    listing: Listing
+    """The listing reviewed (its tools, prompts and context kept, so they are compared by
+    identity, never by a reused ``id``)."""
     version: Any
     """The pins file's version when reviewed."""
     decision: Decision
 
-    def answers(
-        self, tools: Sequence[types.Tool], prompts: Sequence[types.Prompt], context: ScanContext | None, version: Any
-    ) -> bool:
-        return self.tools is tools and self.prompts is prompts and self.context is context and self.version == version
+    def answers(self, listing: Listing, version: Any) -> bool:
+        mine = self.listing
+        return (
+            mine.tools is listing.tools
+            and mine.prompts is listing.prompts
+            and mine.context is listing.context
+            and self.version == version
+        )
+
+
+class _ScanNeeded(Exception):
+    """``answer`` came to a definition that needs the scan: the worker's to decide."""
+
+
+def _no_scan(definition: Definition, kind: Kind) -> tuple[Finding, ...]:
+    raise _ScanNeeded
+
+
+def _unguarded(listing: Listing) -> Decision:
+    return Decision(tuple(listing.tools), tuple(listing.prompts), (), (), None)
+
+
+def _stamps(decision: Decision) -> dict[tuple[Kind, str], str]:
+    """What ``decision`` served: each definition's fingerprint by kind and name."""
+    stamps: dict[tuple[Kind, str], str] = {}
+    listed: list[tuple[Kind, types.Tool | types.Prompt]] = [("tool", t) for t in decision.tools]
+    listed.extend(("prompt", p) for p in decision.prompts)
+    for kind, item in listed:
+        definition = definition_of(item)
+        stamps[(kind, str(definition.get("name", "")))] = fingerprint(definition)
+    return stamps
 
 
 class Guard:
@@ -130,53 +175,171 @@ class Guard:
         *,
         launch: str = "",
     ) -> Decision:
-        """What to serve of ``server``'s fresh listing (see ``trust.decide``), its record updated."""
+        """What to serve of ``server``'s fresh listing (see ``trust.decide``), its record updated:
+        ``answer``, else ``decide_all`` and ``settle``, in the caller's thread."""
+        listing = Listing(tools, prompts, context, launch)
+        answered = self.answer(server, listing)
+        if answered is not None:
+            return answered
+        decisions, version = self.decide_all({server: listing})
+        self.settle(server, listing, decisions[server], version)
+        return decisions[server]
+
+    def answer(self, server: str, listing: Listing) -> Decision | None:
+        """The decision on ``listing`` when it takes no scan, no read of the file and no write
+        (remembered, or every definition approved and unchanged); else None: ``decide_all``'s.
+        For the event loop: a ``stat`` of the file at most."""
         if not self.active:
-            return Decision(tuple(tools), tuple(prompts), (), (), None)
+            return _unguarded(listing)
         version = self.store.version()
         cached = self._reviewed.get(server)
-        if cached is not None and cached.answers(tools, prompts, context, version):
+        if cached is not None and cached.answers(listing, version):
             return cached.decision
-        now = self._clock()
         key = entry_key(self.config_path, server)
-
-        def scan(definition: Definition, kind: Kind) -> Any:
-            return self.scanner.scan(definition, kind, server=server, context=context)
-
-        def decided_on(record: ServerPins | None) -> Decision:
-            decision = decide(record, tools, prompts, policy=self.policy, now=now, scan=scan, server=server)
-            if decision.record is None:
-                return decision
-            return replace(decision, record=replace(decision.record, config=str(self.config_path), launch=launch))
-
+        current, record = self.store.last_record(key)
+        if not current:
+            return None
         try:
-            before = self.store.record(key)
-            decision = decided_on(before)
-            if decision.record is not None and not decision.record.same_pins(before):
-                decided: list[Decision] = []
+            decision = self._decided(server, listing, record, _no_scan)
+        except _ScanNeeded:
+            return None
+        if decision.record is not None and not decision.record.same_pins(record):
+            return None
+        self.settle(server, listing, decision, version)
+        return decision
 
-                def change(record: ServerPins | None) -> ServerPins | None:  # the file as it is under the lock
-                    decided[:] = [decided_on(record)]
-                    return decided[0].record
+    def unreviewed(self, server: str, listing: Listing) -> Decision:
+        """What to serve of ``listing`` while its review is under way: what its record (as last
+        known here) approved, and what the last decision served, each unchanged; nothing new or
+        changed before its verdict. (A definition served a moment ago stays while it is reviewed
+        again in another context: no client sees it leave and come back.)"""
+        _, record = self.store.last_record(entry_key(self.config_path, server))
+        last = self._reviewed.get(server)
+        if record is None and last is None:
+            return Decision((), (), (), (), None)
+        served_before = {id(item) for item in (*last.decision.tools, *last.decision.prompts)} if last else set[int]()
+        stamps_before: dict[tuple[Kind, str], str] | None = None
 
-                self.store.update(key, change)
-                decision = decided[0]
-        except PinsFull as exc:
-            logger.error("server '%s': %s; its changed and new definitions are held", server, exc)
-            kept = self._kept(key)
-            decision = decide(kept, tools, prompts, policy=self.policy, now=now, scan=scan, hold_unpinned=True)
+        def unchanged(kind: Kind, item: types.Tool | types.Prompt) -> bool:
+            nonlocal stamps_before
+            if id(item) in served_before:  # the very object served, kept alive by ``last``
+                return True
+            definition = definition_of(item)
+            name, stamp = str(definition.get("name", "")), fingerprint(definition)
+            pin = record.approved[kind].get(name) if record is not None else None
+            if pin is not None and pin.fingerprint == stamp:
+                return True
+            if last is None:
+                return False
+            if stamps_before is None:
+                stamps_before = _stamps(last.decision)
+            return stamps_before.get((kind, name)) == stamp
+
+        tools = tuple(t for t in listing.tools if unchanged("tool", t))
+        prompts = tuple(p for p in listing.prompts if unchanged("prompt", p))
+        return Decision(tools, prompts, (), (), None)
+
+    def decide_all(self, listings: Mapping[str, Listing]) -> tuple[dict[str, Decision], Any]:
+        """Each listing decided, and the records they change written under one lock with one
+        write; the decisions and the file's version after. Runs in a worker thread: it touches
+        the store and the scanner, nothing the event loop reads of the guard."""
+        if not self.active:
+            return {server: _unguarded(listing) for server, listing in listings.items()}, None
+        scans = _Scans(self)
+        keys = {server: entry_key(self.config_path, server) for server in listings}
+        decided: dict[str, Decision] = {}
+        try:
+            before = {server: self.store.record(key) for server, key in keys.items()}
+            for server, listing in listings.items():
+                decided[server] = self._decided(server, listing, before[server], scans.of(server, listing))
+            changes: dict[str, Change] = {}
+            for server, decision in decided.items():
+                if decision.record is not None and not decision.record.same_pins(before[server]):
+                    changes[keys[server]] = self._change(server, listings[server], before[server], decided, scans)
+            if changes:
+                try:
+                    self.store.update_many(changes)
+                except PinsFull:
+                    self._one_by_one(listings, keys, changes, decided, scans)
         except (PinsUnreadable, TimeoutError, OSError) as exc:
             if not self._told_unusable:
                 logger.error("pins are not kept: %s; serving as with patchbay.pin off (the scan still holds)", exc)
                 self._told_unusable = True
             off = replace(self.policy, pin="off")
-            decision = decide(None, tools, prompts, policy=off, now=now, scan=scan, server=server)
+            for server, listing in listings.items():
+                decided[server] = decide(
+                    None,
+                    listing.tools,
+                    listing.prompts,
+                    policy=off,
+                    now=self._clock(),
+                    scan=scans.of(server, listing),
+                    server=server,
+                )
+        return decided, self.store.version()
+
+    def settle(self, server: str, listing: Listing, decision: Decision, version: Any) -> None:
+        """``decision`` on ``listing`` made the one this guard serves and remembers (the event
+        loop's, after ``decide_all``); what happened logged once."""
         for event in decision.events:
             log = logger.warning if event.level == "warning" else logger.info
             log("server '%s': %s", server, event.text)
-        self._reviewed[server] = _Reviewed(tools, prompts, context, self.store.version(), decision)
+        self._reviewed[server] = _Reviewed(listing, version, decision)
         self._held[server] = {(held.kind, held.name): held for held in decision.held}
-        return decision
+
+    def _decided(self, server: str, listing: Listing, record: ServerPins | None, scan: Scan) -> Decision:
+        decision = decide(
+            record, listing.tools, listing.prompts, policy=self.policy, now=self._clock(), scan=scan, server=server
+        )
+        if decision.record is None:
+            return decision
+        return replace(decision, record=replace(decision.record, config=str(self.config_path), launch=listing.launch))
+
+    def _change(
+        self,
+        server: str,
+        listing: Listing,
+        before: ServerPins | None,
+        decided: dict[str, Decision],
+        scans: _Scans,
+    ) -> Change:
+        """The record's change under the lock: the decision made already while the file holds the
+        same record, else decided again on what it holds now (another process wrote it since)."""
+
+        def change(record: ServerPins | None) -> ServerPins | None:
+            if record is not before:
+                decided[server] = self._decided(server, listing, record, scans.of(server, listing))
+            return decided[server].record
+
+        return change
+
+    def _one_by_one(
+        self,
+        listings: Mapping[str, Listing],
+        keys: Mapping[str, str],
+        changes: Mapping[str, Change],
+        decided: dict[str, Decision],
+        scans: _Scans,
+    ) -> None:
+        """The records did not all fit in the file: each written alone, and a server whose record
+        has no room has its changed and new definitions held (``PinsFull``)."""
+        for server, key in keys.items():
+            if key not in changes:
+                continue
+            try:
+                self.store.update(key, changes[key])
+            except PinsFull as exc:
+                logger.error("server '%s': %s; its changed and new definitions are held", server, exc)
+                listing = listings[server]
+                decided[server] = decide(
+                    self._kept(key),
+                    listing.tools,
+                    listing.prompts,
+                    policy=self.policy,
+                    now=self._clock(),
+                    scan=scans.of(server, listing),
+                    hold_unpinned=True,
+                )
 
     def _kept(self, key: str) -> ServerPins | None:
         try:
@@ -188,6 +351,10 @@ class Guard:
         """A server stopped or removed: nothing of it is held any more (its pins stay on disk)."""
         self._reviewed.pop(server, None)
         self._held.pop(server, None)
+
+    def reviewed(self) -> set[str]:
+        """The servers this guard remembers a review of."""
+        return set(self._reviewed) | set(self._held)
 
     def held(self, server: str) -> list[Held]:
         return list(self._held.get(server, {}).values())
@@ -224,3 +391,23 @@ class Guard:
     def holding(self) -> dict[str, list[Held]]:
         """What each server holds now (servers holding nothing left out)."""
         return {server: list(held.values()) for server, held in self._held.items() if held}
+
+
+class _Scans:
+    """The scan of one ``decide_all``, each definition scanned once (a decision made again under
+    the lock scans nothing again)."""
+
+    def __init__(self, guard: Guard) -> None:
+        self._guard = guard
+        self._found: dict[tuple[str, Kind, str], tuple[Finding, ...]] = {}
+
+    def of(self, server: str, listing: Listing) -> Callable[[Definition, Kind], tuple[Finding, ...]]:
+        def scan(definition: Definition, kind: Kind) -> tuple[Finding, ...]:
+            key = (server, kind, fingerprint(definition))
+            found = self._found.get(key)
+            if found is None:
+                found = self._guard.scanner.scan(definition, kind, server=server, context=listing.context)
+                self._found[key] = found
+            return found
+
+        return scan

@@ -3,8 +3,17 @@
     trust = ServingTrust(config.path, settings)              # one per Supervisor
     served = trust.review({name: Listed(tools, prompts, entry_filter, launch), ...})   # each rebuild
     Source(name, tools=listing.tools, prompts=served[name].prompts, tool_filter=served[name].tool_filter)
+    if trust.waiting: await trust.settle(); rebuild          # a task of the supervisor's
     trust.held_error(called, server=..., permits=...)        # the call path, for a name it cannot run
     if trust.guard.changed(): rebuild                         # the poll: ``trust`` approved something
+
+A rebuild's review runs on the event loop and costs a ``stat`` per server while nothing is new
+(``Guard.answer``). A listing that takes a scan or a write (a first sight, a change, a new
+tool, the pins file changed by another process) waits: ``settle`` reviews every listing waiting
+at once in a worker thread (``Guard.decide_all``: the scans, then one read-modify-write of the
+file under its lock for all of them), and the supervisor rebuilds with the verdicts. While a
+listing waits, what it served before and what its record approved are served, each unchanged;
+a new or changed definition is not, before its verdict.
 
 What the supervisor reviews is the upstream's own listing (a lazy server's kept listing alike),
 before the entry's overrides: the user's overrides are not the server's change. A held tool stays
@@ -14,9 +23,8 @@ resolver matches hidden tools too, ``naming``). A call that names it (its expose
 that would have resolved to it, through ``call_tool``/``call_read``) is then answered with
 ``TOOL_CHANGED`` (``held_error``). A held prompt is left out of the listing.
 
-I/O through ``guard`` (the pins file): a rebuild costs a ``stat`` per server unless a listing
-changed; a review that changes a record writes it under the file's lock (milliseconds; the wait
-for another process's lock is bounded by ``locking.WAIT``).
+I/O through ``guard`` (the pins file), off the event loop: the wait for another process's lock
+is bounded by ``locking.WAIT``.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 
 from mcp_patchbay.catalog import Permits
@@ -35,7 +44,7 @@ from mcp_patchbay.errors import PatchbayError
 from mcp_patchbay.naming import NameEntry, Resolver, build_names
 from mcp_patchbay.trust.decide import Held
 from mcp_patchbay.trust.fingerprint import Kind
-from mcp_patchbay.trust.guard import Guard
+from mcp_patchbay.trust.guard import Guard, Listing
 from mcp_patchbay.trust.scan import ScanContext
 from mcp_patchbay.trust.store import MemoryPinStore, PinStore
 
@@ -99,25 +108,53 @@ class ServingTrust:
         self._filters: dict[str, tuple[ToolFilter | None, tuple[str, ...], ToolFilter | None]] = {}
         self._names: dict[Kind, Resolver] = {}
         self._permitted: dict[str, ToolFilter | None] = {}
+        self._waiting: dict[str, Listing] = {}
 
     def review(self, listings: Mapping[str, Listed]) -> dict[str, Served]:
-        """Each server's listing reviewed (``Guard.review``): what its catalog source serves.
-        Servers not in ``listings`` (stopped, removed, signing in) hold nothing."""
-        for server in list(self.guard.holding()):
-            if server not in listings:
-                self.guard.forget(server)
+        """Each server's listing reviewed (``Guard.answer``): what its catalog source serves. A
+        listing whose review takes a scan or a write waits for ``settle``, its new and changed
+        definitions denied meanwhile. Servers not in ``listings`` (stopped, removed, signing in)
+        hold nothing."""
+        for server in self.guard.reviewed() - set(listings):
+            self.guard.forget(server)
         if not self.guard.active:
-            self._names = {}
+            self._names, self._waiting = {}, {}
             return {name: Served(listed.tool_filter, listed.prompts) for name, listed in listings.items()}
         context = self._context_of(listings)
         served: dict[str, Served] = {}
+        waiting: dict[str, Listing] = {}
         for name, listed in listings.items():
-            decision = self.guard.review(name, listed.tools, listed.prompts, context, launch=listed.launch)
-            held_tools = tuple(sorted(h.name for h in decision.held if h.kind == "tool"))
-            served[name] = Served(self._filter(name, listed.tool_filter, held_tools), decision.prompts, decision.held)
+            listing = Listing(listed.tools, listed.prompts, context, listed.launch)
+            decision = self.guard.answer(name, listing)
+            if decision is None:
+                waiting[name] = listing
+                decision = self.guard.unreviewed(name, listing)
+            denied: tuple[str, ...] = ()
+            if len(decision.tools) != len(listed.tools):  # held, or waiting for its verdict
+                denied = tuple(sorted({t.name for t in listed.tools} - {t.name for t in decision.tools}))
+            served[name] = Served(self._filter(name, listed.tool_filter, denied), decision.prompts, decision.held)
+        self._waiting = waiting
         self._permitted = {name: listed.tool_filter for name, listed in listings.items()}
         self._names = self._held_names()
         return served
+
+    @property
+    def waiting(self) -> bool:
+        """Listings of the last ``review`` wait for ``settle``."""
+        return bool(self._waiting)
+
+    async def settle(self) -> None:
+        """Every listing waiting reviewed at once in a worker thread (``Guard.decide_all``: the
+        scans, one locked write), the verdicts then made the guard's; rebuild after it, so that the
+        catalog serves them."""
+        batch = self._waiting
+        if not batch:
+            return
+        decisions, version = await anyio.to_thread.run_sync(self.guard.decide_all, batch)
+        for name, listing in batch.items():
+            self.guard.settle(name, listing, decisions[name], version)
+        if self._waiting is batch:
+            self._waiting = {}
 
     def holding(self) -> dict[str, list[Held]]:
         """What each server holds now (servers holding nothing left out)."""
