@@ -1,6 +1,7 @@
 """How well the trust scan (mcp_patchbay.trust.scan) tells poisoned definitions from real ones.
 
     .venv/bin/python -m benchmarks.scan [--verbose] [--json]
+    .venv/bin/python -m benchmarks.scan --set benchmarks/scan_data/blind_set.json
 
 Not a test (``tests/test_scan.py`` asserts the same two gates). Prints:
 
@@ -13,6 +14,12 @@ Not a test (``tests/test_scan.py`` asserts the same two gates). Prints:
   printed with its findings' sentences, and the notes (long descriptions) are counted.
 - the scan's CPU time over 1,000 real tools (the catalog, then its copy under other server
   names), context included.
+
+``--set PATH`` reads any file of the poisoning set's format instead (``other_servers``,
+``poisoned`` and ``benign``, each item with a ``family``) and prints only counts: how many of
+each family's poisoned and benign definitions are held, and the totals. It names no
+definition, so a held-out set (``benchmarks/scan_data/blind_set.json``) can be measured
+without its contents being read.
 """
 
 from __future__ import annotations
@@ -56,15 +63,25 @@ def scan_fixture_item(
     return scanner.scan(definition, kind, server=server, context=ScanContext.of(listings))
 
 
-def fixture_figures(scanner: Scanner) -> dict[str, Any]:
-    data = json.loads(POISONED.read_text(encoding="utf-8"))
-    others: dict[str, list[str]] = data["other_servers"]
-    missed = [item["id"] for item in data["poisoned"] if not flagged(scan_fixture_item(scanner, item, others))]
-    benign_flags = {
-        item["id"]: [f.sentence() for f in found if f.holds]
-        for item in data["benign"]
-        if flagged(found := scan_fixture_item(scanner, item, others))
-    }
+def fixture_figures(scanner: Scanner, path: Path = POISONED) -> dict[str, Any]:
+    """A set's figures: what was caught and flagged, overall and per family (``families``:
+    family -> [held, of], for ``poisoned`` and ``benign``)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    others: dict[str, list[str]] = data.get("other_servers", {})
+    missed: list[str] = []
+    benign_flags: dict[str, list[str]] = {}
+    families: dict[str, dict[str, list[int]]] = {"poisoned": {}, "benign": {}}
+    for label in ("poisoned", "benign"):
+        for item in data[label]:
+            found = scan_fixture_item(scanner, item, others)
+            held = flagged(found)
+            counts = families[label].setdefault(str(item.get("family", "")), [0, 0])
+            counts[0] += held
+            counts[1] += 1
+            if label == "poisoned" and not held:
+                missed.append(item["id"])
+            elif label == "benign" and held:
+                benign_flags[item["id"]] = [f.sentence() for f in found if f.holds]
     total = len(data["poisoned"])
     return {
         "poisoned": total,
@@ -73,7 +90,29 @@ def fixture_figures(scanner: Scanner) -> dict[str, Any]:
         "missed": missed,
         "benign": len(data["benign"]),
         "benign_flagged": benign_flags,
+        "benign_flagged_rate": len(benign_flags) / max(len(data["benign"]), 1),
+        "families": families,
     }
+
+
+def counts_only(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """A set's figures without any definition's id or text: for a held-out set."""
+    return {
+        "poisoned": figures["poisoned"],
+        "caught": figures["caught"],
+        "caught_rate": figures["caught_rate"],
+        "benign": figures["benign"],
+        "benign_flagged": len(figures["benign_flagged"]),
+        "benign_flagged_rate": figures["benign_flagged_rate"],
+        "families": figures["families"],
+    }
+
+
+def print_families(figures: Mapping[str, Any]) -> None:
+    for label in ("poisoned", "benign"):
+        print(f"  {label}, held by family:")
+        for family, (held, of) in sorted(figures["families"][label].items()):
+            print(f"    {family or '(none)'}: {held}/{of}")
 
 
 def catalog_listings(copies: int = 1) -> dict[str, list[Definition]]:
@@ -124,10 +163,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.scan", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--verbose", "-v", action="store_true", help="print every flag's sentences")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--set", type=Path, metavar="PATH", help="only this set's counts, overall and per family (names nothing)"
+    )
     args = parser.parse_args(argv)
     started = time.process_time()
     scanner = Scanner.default()
     compiled = time.process_time() - started
+    if args.set is not None:
+        figures = counts_only(fixture_figures(scanner, args.set))
+        if args.json:
+            print(json.dumps(figures, indent=1))
+            return 0
+        print(
+            f"{args.set}: poisoned held {figures['caught']} of {figures['poisoned']} ({figures['caught_rate']:.1%}); "
+            f"benign held {figures['benign_flagged']} of {figures['benign']} ({figures['benign_flagged_rate']:.1%})"
+        )
+        print_families(figures)
+        return 0
     fixture = fixture_figures(scanner)
     real = catalog_figures(scanner)
     timed = timing(scanner)
@@ -143,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Benign look-alikes flagged: {len(fixture['benign_flagged'])} of {fixture['benign']}")
     for name, sentences in fixture["benign_flagged"].items():
         print(f"  {name}: " + " | ".join(sentences))
+    if args.verbose:
+        print_families(fixture)
     print(
         f"Real tools flagged: {real['flagged']} of {real['tools']} from {real['servers']} servers "
         f"({real['flagged_rate']:.2%}; gate <= {FALSE_POSITIVE_GATE:.0%}); noted only (long): {real['noted']}"
