@@ -9,7 +9,7 @@ and arguments. ``Unit.scope`` says how the scan reads each: ``name`` (look-alike
 
 ``joined`` makes one text of a definition's units for a scope, lower-cased, one line each,
 so a pattern runs once per definition and never matches across two strings; ``line_of``
-says which unit a match is in.
+says which line (and so which unit) a match is in.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> It
         elif key in ("description", "title") and isinstance(value, str):
             yield Unit(where, value, "parameter" if is_input and path else "text")
         elif key in _SCHEMA_KEYWORDS:
-            if isinstance(value, str) and not plain(value):
+            # Structure, but a client shows the model all of it: prose in a ``type`` is read as text.
+            if isinstance(value, str) and (not plain(value) or (" " in value.strip() and key != "pattern")):
                 yield Unit(where, value, "text")
         else:
             yield from _schema_units(value, label, is_input, path)
@@ -100,20 +101,21 @@ def _where(label: str, path: str) -> str:
     return f"{label} '{path}'"
 
 
-def joined(units: Sequence[Unit]) -> tuple[str, list[tuple[int, str]]]:
-    """The units' visible texts in lower case, one a line, with where each line starts (for ``where``)."""
+def joined(units: Sequence[Unit]) -> tuple[str, list[tuple[int, int]]]:
+    """The units' visible texts in lower case, one a line, with where each line starts and the
+    index in ``units`` of the unit it is of (for ``where`` and the offset in it)."""
     parts: list[str] = []
-    starts: list[tuple[int, str]] = []
+    starts: list[tuple[int, int]] = []
     offset = 0
-    for unit in units:
+    for index, unit in enumerate(units):
         for line in visible_text(unit.text).lower().split("\n"):
-            starts.append((offset, unit.where))
+            starts.append((offset, index))
             parts.append(line)
             offset += len(line) + 1
-    return "\n".join(parts), starts or [(0, "")]
+    return "\n".join(parts), starts or [(0, -1)]
 
 
-def line_of(starts: list[tuple[int, str]], position: int) -> int:
+def line_of(starts: Sequence[tuple[int, int]], position: int) -> int:
     low, high = 0, len(starts) - 1
     while low < high:
         middle = (low + high + 1) // 2

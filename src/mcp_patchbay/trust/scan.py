@@ -7,17 +7,19 @@
 
 What is read: every string the model reads of a definition (its title, description,
 parameter and output descriptions and titles, enum values, defaults, examples, annotation
-titles; a prompt's argument descriptions), each joined on its own line, so a pattern never
-matches across two of them. What is found:
+titles, parameter names read as words; a prompt's argument descriptions), each joined on its
+own line, so a pattern never matches across two of them. What is found:
 
-- the data patterns of ``patterns.toml`` (instructions aimed at the model, secrecy, files
-  holding keys, secrets asked into arguments, fixed addresses to send to, shadowing language,
-  parameters asking for unrelated data): each an id, a regular expression and a sentence;
+- the data of ``patterns.toml``: each pattern an id, a sentence for a person, and either one
+  regular expression or a set of signals (named expressions) that must all be found in one
+  sentence (or inside one hidden element), unless another signal (a refusal, a detector's
+  framing) is found there too: what a text asks the model to do, not which words it uses;
 - in code: hidden characters and direction controls (``text``), look-alike letters in a name
   or mixed into words, a mention of another server's tool or of another server (which needs
   the ``ScanContext``: the other servers' names and tools), a description far longer than the
   catalog's (a note: length alone holds nothing).
 
+Each finding says where (the field, and the character it starts at) and what, in one sentence.
 Measured by ``benchmarks/scan.py`` (the figures are in ``docs/TRUST.md``).
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import importlib
 import re
 import statistics
 import tomllib
@@ -35,7 +38,7 @@ from typing import Any, Literal, cast
 
 from mcp_patchbay.trust.fingerprint import Definition, Kind
 from mcp_patchbay.trust.reading import SCOPES, Unit, joined, line_of, units
-from mcp_patchbay.trust.text import name_lookalikes, oddities, plain
+from mcp_patchbay.trust.text import name_lookalikes, oddities, plain, raw_offset
 
 __all__ = ["Finding", "ScanContext", "Scanner", "Severity"]
 
@@ -63,6 +66,15 @@ _NAME_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _MCP_PREFIX = re.compile(r"^(mcp[_.:/-]*)+")
 _GENERIC_PREFIXES = frozenset({"tool", "tools", "tool_", "function", "functions", "default_api", "api"})
 """Prefixes a client or a model puts before a tool's name (``mcp_tool_``, ``functions.``)."""
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[_.\-]+")
+_QUOTED = re.compile(r"'([^']*)'")
+_WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
+_SRE_PARSE: Any = importlib.import_module("re._parser")
+"""The standard library's regular-expression parser (``re`` compiles with it): its tree gives
+each branch's gate. Private, and stable across the versions this runs on (3.11 to 3.13)."""
+
+Window = Literal["sentence", "match"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +92,8 @@ class Finding:
     explain: str
     """One sentence for the person deciding."""
     severity: Severity = "hold"
+    offset: int = -1
+    """The character of ``where``'s text (as the server wrote it) the finding starts at; -1: the whole."""
 
     @property
     def holds(self) -> bool:
@@ -87,15 +101,17 @@ class Finding:
         return self.severity == "hold"
 
     def sentence(self) -> str:
-        """The finding for a person: where, what it means, and the words found."""
+        """The finding for a person: where (the field and the character), what it means, and the words found."""
         quoted = f' ("{self.excerpt}")' if self.excerpt else ""
-        return f"{self.where}: {self.explain}{quoted}"
+        at = f", at character {self.offset}" if self.offset >= 0 else ""
+        return f"{self.where}{at}: {self.explain}{quoted}"
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "finding": self.finding,
             "where": self.where,
+            "offset": self.offset,
             "excerpt": self.excerpt,
             "explain": self.explain,
             "severity": self.severity,
@@ -104,10 +120,27 @@ class Finding:
     @classmethod
     def from_json(cls, values: Mapping[str, Any]) -> Finding:
         severity: Severity = "note" if values.get("severity") == "note" else "hold"
+        offset = values.get("offset", -1)
         return cls(
             *(str(values.get(key, "")) for key in ("id", "finding", "where", "excerpt", "explain")),
             severity=severity,
+            offset=offset if isinstance(offset, int) else -1,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Expression:
+    """A named regular expression: a ``[[signal]]`` of the file, or a pattern's own ``match``."""
+
+    id: str
+    scope: Literal["text", "parameter"]
+    branches: tuple[re.Pattern[str], ...]
+    """The top-level alternatives, compiled apart: ``re`` tries every alternative at every
+    position, while one word-led alternative jumps to its first letters (half the time)."""
+    gates: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    """Per branch, sets of strings such that every match of it holds one string of each set
+    (``_required``; none: nothing worth testing): a branch a text fails a set of is not searched
+    (a substring test is some 200 times cheaper than ``re`` over the same text, and most texts fail)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +148,21 @@ class _Pattern:
     id: str
     finding: str
     scope: Literal["text", "parameter"]
-    branches: tuple[re.Pattern[str], ...]
-    """The match's top-level alternatives, compiled apart: ``re`` tries every alternative at
-    every position, while one word-led alternative jumps to its first letters (half the time)."""
+    parts: tuple[_Expression, ...]
+    """Found together in one window; the first is where the finding is (its anchor)."""
+    window: Window
+    """``sentence``: the anchor's sentence (or line); ``match``: inside the anchor's own match
+    (a hidden element and what it holds)."""
+    none: tuple[_Expression, ...]
+    """Signals that cancel the finding when found in the window (a refusal, a detector's framing)."""
     unless: re.Pattern[str] | None
+    unless_tool: re.Pattern[str] | None
+    """Cancels the finding when the definition's own name, title or description matches: what
+    the tool says it is for (a secrets manager asks for secrets)."""
+    unless_name: re.Pattern[str] | None
+    """Cancels a parameter's finding when the parameter's name matches (``api_key`` asking for a key)."""
     explain: str
+    severity: Severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +179,11 @@ def _distinctive(name: str) -> bool:
     """A tool name specific enough that its mention in another server's text is no accident:
     two words or more (``send_email``, ``sendEmail``) and six characters or more."""
     return len(name) >= 6 and (any(c in name for c in "_-.") or any(c.isupper() for c in name[1:]))
+
+
+def name_words(name: str) -> str:
+    """A parameter's name as the words a model reads in it (``content_from_reading_ssh_id_rsa``)."""
+    return _SEPARATORS.sub(" ", _CAMEL.sub(" ", name)).strip()
 
 
 @dataclass(frozen=True)
@@ -219,12 +267,70 @@ class ScanContext:
         return key if sep and key in self.servers and key != _server_key(server) else None
 
 
+@dataclass
+class _Read:
+    """One scope of a definition as the patterns read it, and what was found in it so far."""
+
+    text: str
+    starts: list[tuple[int, int]]
+    units: Sequence[Unit]
+    breaks: list[int] | None = None
+    matches: dict[str, list[tuple[int, int]]] = field(default_factory=dict[str, list[tuple[int, int]]])
+
+    contains: dict[str, bool] = field(default_factory=dict[str, bool])
+
+    def found(self, expression: _Expression) -> list[tuple[int, int]]:
+        """Every match of ``expression`` that starts a word, as (start, end), in order (once per scan)."""
+        spans = self.matches.get(expression.id)
+        if spans is None:
+            contains, text = self.contains, self.text
+            branches: list[re.Pattern[str]] = []
+            for branch, gates in zip(expression.branches, expression.gates, strict=True):
+                for gate in gates:  # inline: this loop runs some 300 times a definition
+                    for string in gate:
+                        has = contains.get(string)
+                        if has is None:
+                            has = contains[string] = string in text
+                        if has:
+                            break
+                    else:
+                        break  # no string of this gate: the branch cannot match
+                else:
+                    branches.append(branch)
+            spans = self.matches[expression.id] = _word_matches(branches, text) if branches else []
+        return spans
+
+    def sentence(self, start: int, end: int) -> tuple[int, int]:
+        if self.breaks is None:
+            self.breaks = [m.start() for m in _BREAK.finditer(self.text)]  # once per text: linear
+        return _sentence(self.breaks, len(self.text), start, end)
+
+    def unit_at(self, position: int) -> tuple[Unit | None, int]:
+        """The unit a position is in, and the position's offset in that unit's visible text."""
+        line = line_of(self.starts, position)
+        index = self.starts[line][1]
+        if index < 0:
+            return None, 0
+        first = line
+        while first > 0 and self.starts[first - 1][1] == index:
+            first -= 1
+        return self.units[index], position - self.starts[first][0]
+
+
 class Scanner:
     """The compiled patterns and checks; ``scan`` is pure and thread-safe."""
 
-    def __init__(self, patterns: Sequence[_Pattern], checks: Mapping[str, _Check]) -> None:
+    def __init__(
+        self,
+        patterns: Sequence[_Pattern],
+        checks: Mapping[str, _Check],
+        signals: Mapping[str, _Expression] | None = None,
+    ) -> None:
         self.patterns = tuple(patterns)
         self.checks = dict(checks)
+        self.order = (signals or {}).get("order")
+        """Orders to the model (``patterns.toml``'s signal): another server's tool named in a
+        sentence that gives one is held; named alone, it is a note."""
 
     @classmethod
     @functools.cache
@@ -236,27 +342,49 @@ class Scanner:
     @classmethod
     def from_toml(cls, text: str) -> Scanner:
         data = tomllib.loads(text)
+        words = {str(key): str(value) for key, value in cast("dict[str, Any]", data.get("words", {})).items()}
+
+        def spelled(expression: Any) -> str:
+            """``{{name}}`` in an expression stands for the ``[words]`` list of that name."""
+            return _WORDS.sub(lambda m: f"(?:{words[m[1]]})", str(expression))
+
+        signals: dict[str, _Expression] = {}
+        for raw in cast("list[dict[str, Any]]", data.get("signal", [])):
+            scope = _scope(raw)
+            signals[str(raw["id"])] = _expression(str(raw["id"]), scope, spelled(raw["match"]))
         patterns: list[_Pattern] = []
         for raw in cast("list[dict[str, Any]]", data.get("pattern", [])):
-            scope = raw.get("scope", "text")
-            if scope not in ("text", "parameter"):
-                raise ValueError(f"pattern {raw.get('id')!r}: scope must be 'text' or 'parameter'")
-            unless = raw.get("unless")
+            pattern_id = str(raw["id"])
+            scope = _scope(raw)
+            parts: list[_Expression] = []
+            if "match" in raw:
+                parts.append(_expression(f"pattern:{pattern_id}", scope, spelled(raw["match"])))
+            parts.extend(_signals(signals, raw.get("all", []), scope, pattern_id))
+            if not parts:
+                raise ValueError(f"pattern {pattern_id!r}: needs a 'match' or signals in 'all'")
+            window = raw.get("window", "sentence")
+            if window not in ("sentence", "match"):
+                raise ValueError(f"pattern {pattern_id!r}: window must be 'sentence' or 'match'")
             patterns.append(
                 _Pattern(
-                    id=str(raw["id"]),
+                    id=pattern_id,
                     finding=str(raw["finding"]),
                     scope=scope,
-                    branches=_branches(str(raw["match"])),
-                    unless=re.compile(str(unless), _FLAGS) if unless else None,
+                    parts=tuple(parts),
+                    window=window,
+                    none=tuple(_signals(signals, raw.get("none", []), scope, pattern_id)),
+                    unless=_compiled(spelled(raw["unless"]) if raw.get("unless") else None),
+                    unless_tool=_compiled(raw.get("unless_tool")),
+                    unless_name=_compiled(raw.get("unless_name")),
                     explain=str(raw["explain"]),
+                    severity="note" if raw.get("severity") == "note" else "hold",
                 )
             )
         checks = {
             str(key): _Check(str(value["explain"]), "note" if value.get("severity") == "note" else "hold")
             for key, value in cast("dict[str, dict[str, Any]]", data.get("check", {})).items()
         }
-        return cls(patterns, checks)
+        return cls(patterns, checks, signals)
 
     def scan(
         self, definition: Definition, kind: Kind = "tool", *, server: str = "", context: ScanContext | None = None
@@ -268,19 +396,20 @@ class Scanner:
             said = f"over {MAX_FIELD_CHARS:,} characters in one text or {MAX_DEFINITION_CHARS:,} in all"
             self._check(found, "too-long", "length", cut, said)
         self._characters(read, found)
-        texts = {scope: joined([u for u in read if u.scope in scopes]) for scope, scopes in SCOPES.items()}
+        # A parameter's name is read as words too: a schema can spell its instruction in one.
+        worded = [*read, *(Unit(u.where, name_words(u.text), "parameter") for u in read if u.scope == "name-parameter")]
+        texts: dict[str, _Read] = {}
+        for scope, scopes in SCOPES.items():
+            chosen = [u for u in worded if u.scope in scopes]
+            texts[scope] = _Read(*joined(chosen), chosen)
+        own = _OwnPurpose(definition)
         for pattern in self.patterns:
-            if pattern.id in found:
-                continue
-            text, starts = texts[pattern.scope]
-            first = min(
-                (m for b in pattern.branches if (m := _first(b, pattern.unless, text))), key=_start, default=None
-            )
-            if first is not None:
-                where = starts[line_of(starts, first.start())][1]
-                found[pattern.id] = Finding(pattern.id, pattern.finding, where, _clip(first[0]), pattern.explain)
+            if pattern.id not in found:
+                finding = self._first(pattern, texts[pattern.scope], own)
+                if finding is not None:
+                    found[pattern.id] = finding
         if context is not None:
-            self._mentions(texts["text"][0], texts["text"][1], server, context, found)
+            self._mentions(texts["text"], server, context, found)
             description = str(definition.get("description") or "")
             if len(description) > context.long_limit:
                 self._check(
@@ -292,11 +421,48 @@ class Scanner:
                 )
         return tuple(found.values())
 
-    def _check(self, found: dict[str, Finding], check: str, finding: str, where: str, excerpt: str) -> None:
+    def _first(self, pattern: _Pattern, read: _Read, own: _OwnPurpose) -> Finding | None:
+        """The pattern's first finding in ``read``: its anchor's first match with every other part
+        found in the same window and nothing there that cancels it."""
+        anchors = read.found(pattern.parts[0])
+        if not anchors:
+            return None
+        others = [read.found(part) for part in pattern.parts[1:]]
+        if any(not spans for spans in others):
+            return None  # a part found nowhere: no window can hold them all
+        if pattern.unless_tool is not None and own.matches(pattern.unless_tool):
+            return None
+        checked: dict[tuple[int, int], bool] = {}
+        for start, end in anchors:
+            window = read.sentence(start, end) if pattern.window == "sentence" else (start, end)
+            last = end
+            for spans in others:
+                inside = _inside(spans, window)
+                if inside is None:
+                    break
+                last = max(last, inside[1])
+            else:
+                cancelled = checked.get(window)
+                if cancelled is None:  # each window searched once, however many matches it holds
+                    cancelled = checked[window] = _cancelled(pattern, read, window)
+                if cancelled:
+                    continue
+                unit, offset = read.unit_at(start)
+                where = unit.where if unit is not None else ""
+                if pattern.unless_name is not None and unit is not None and _named(pattern.unless_name, unit):
+                    continue
+                at = raw_offset(unit.text, offset) if unit is not None else -1
+                excerpt = _clip(read.text[start : min(last, start + 4 * EXCERPT)])
+                return Finding(pattern.id, pattern.finding, where, excerpt, pattern.explain, pattern.severity, at)
+        return None
+
+    def _check(
+        self, found: dict[str, Finding], check: str, finding: str, where: str, excerpt: str, *, offset: int = -1
+    ) -> None:
         if check in found:
             return
         info = self.checks.get(check) or _Check(check.replace("-", " "), "hold")
-        found[check] = Finding(check, finding, where, excerpt, info.explain, info.severity)
+        found[check] = Finding(check, finding, where, excerpt, info.explain, info.severity, offset)
 
     def _characters(self, units: Sequence[Unit], found: dict[str, Finding]) -> None:
         for unit in units:
@@ -315,11 +481,9 @@ class Scanner:
             if odd.mixed_words and unit.scope != "name":
                 self._check(found, "mixed-script", "characters", unit.where, ", ".join(odd.mixed_words[:3]))
 
-    def _mentions(
-        self, text: str, starts: list[tuple[int, str]], server: str, context: ScanContext, found: dict[str, Finding]
-    ) -> None:
+    def _mentions(self, read: _Read, server: str, context: ScanContext, found: dict[str, Finding]) -> None:
         seen: set[str] = set()
-        for match in _IDENTIFIER.finditer(text):
+        for match in _IDENTIFIER.finditer(read.text):
             token = match[0]
             if token in seen or len(token) > MAX_TOKEN_CHARS:
                 continue
@@ -327,20 +491,165 @@ class Scanner:
             named = context.other_tool(token, server)
             if named is not None:
                 owners = ", ".join(sorted(context.tools_by_name[named]))
-                where = starts[line_of(starts, match.start())][1]
-                self._check(found, "other-server-tool", "shadowing", where, f"{named} (a tool of {owners})")
+                check = self._ordered(read, match.start(), match.end(), "other-server-tool")
+                self._check_at(read, match.start(), found, check, f"{named} (a tool of {owners})")
             prefix = context.other_server_prefix(token, server)
             if prefix is not None:
-                where = starts[line_of(starts, match.start())][1]
-                self._check(found, "other-server", "shadowing", where, token)
+                check = self._ordered(read, match.start(), match.end(), "other-server")
+                self._check_at(read, match.start(), found, check, token)
         if context.server_phrase is not None:
             own = _server_key(server).replace("_", "")
-            for match in context.server_phrase.finditer(text):
+            for match in context.server_phrase.finditer(read.text):
                 named = _server_key(match[1] or match[2] or "").replace(" ", "").replace("_", "")
                 if named != own:
-                    where = starts[line_of(starts, match.start())][1]
-                    self._check(found, "other-server", "shadowing", where, _clip(match[0]))
+                    check = self._ordered(read, match.start(), match.end(), "other-server")
+                    self._check_at(read, match.start(), found, check, _clip(match[0]))
                     break
+
+    def _ordered(self, read: _Read, start: int, end: int, check: str) -> str:
+        """``check`` when the sentence naming another server or its tool gives the model an order
+        (``Call mail__send_email first``), else its note (``-named``: "use after github's
+        create_pull_request" names a tool and steers nothing). In code, not a pattern: which names
+        are another server's is known only from the catalog, as the scan runs."""
+        if self.order is None:
+            return check
+        return check if _inside(read.found(self.order), read.sentence(start, end)) is not None else f"{check}-named"
+
+    def _check_at(self, read: _Read, position: int, found: dict[str, Finding], check: str, excerpt: str) -> None:
+        if check.endswith("-named") and check.removesuffix("-named") in found:
+            return
+        unit, offset = read.unit_at(position)
+        where = unit.where if unit is not None else ""
+        self._check(found, check, "shadowing", where, excerpt, offset=raw_offset(unit.text, offset) if unit else -1)
+
+
+class _OwnPurpose:
+    """What a definition says it is for (its name as words, title and description), read once
+    and only when a pattern's ``unless_tool`` asks."""
+
+    def __init__(self, definition: Definition) -> None:
+        self.definition = definition
+        self.text: str | None = None
+
+    def matches(self, expression: re.Pattern[str]) -> bool:
+        if self.text is None:
+            parts = [name_words(str(self.definition.get("name", "")))]
+            parts += [str(self.definition.get(key) or "") for key in ("title", "description")]
+            self.text = "\n".join(parts).lower()
+        return expression.search(self.text) is not None
+
+
+def _scope(raw: Mapping[str, Any]) -> Literal["text", "parameter"]:
+    scope = raw.get("scope", "text")
+    if scope not in ("text", "parameter"):
+        raise ValueError(f"{raw.get('id')!r}: scope must be 'text' or 'parameter'")
+    return scope
+
+
+def _signals(signals: Mapping[str, _Expression], ids: Sequence[str], scope: str, pattern_id: str) -> list[_Expression]:
+    chosen: list[_Expression] = []
+    for signal_id in ids:
+        signal = signals.get(signal_id)
+        if signal is None:
+            raise ValueError(f"pattern {pattern_id!r}: no signal {signal_id!r}")
+        if signal.scope != scope:
+            raise ValueError(f"pattern {pattern_id!r}: signal {signal_id!r} reads another scope")
+        chosen.append(signal)
+    return chosen
+
+
+def _compiled(expression: Any) -> re.Pattern[str] | None:
+    return re.compile(str(expression), _FLAGS) if expression else None
+
+
+def _named(expression: re.Pattern[str], unit: Unit) -> bool:
+    """A parameter unit's name (its ``where`` is ``parameter 'name'``) matches ``expression``."""
+    quoted = _QUOTED.search(unit.where)
+    return quoted is not None and expression.search(quoted[1].lower()) is not None
+
+
+def _cancelled(pattern: _Pattern, read: _Read, window: tuple[int, int]) -> bool:
+    if any(_inside(read.found(signal), window) is not None for signal in pattern.none):
+        return True
+    return pattern.unless is not None and pattern.unless.search(read.text, window[0], window[1]) is not None
+
+
+def _inside(spans: list[tuple[int, int]], window: tuple[int, int]) -> tuple[int, int] | None:
+    """The first span that starts inside ``window`` (``spans`` in order of start)."""
+    index = bisect.bisect_left(spans, (window[0], -1))
+    if index < len(spans) and spans[index][0] < window[1]:
+        return spans[index]
+    return None
+
+
+def _expression(expression_id: str, scope: Literal["text", "parameter"], expression: str) -> _Expression:
+    branches = _branches(expression)
+    return _Expression(expression_id, scope, branches, tuple(_required(branch.pattern) for branch in branches))
+
+
+_COMMON_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it", "not", "of",
+    "on", "or", "the", "this", "that", "to", "use", "with", "you", "your",
+})  # fmt: skip
+"""Words nearly every description holds: a gate made of one of them lets nearly every text through."""
+_COMMON_MARKS = frozenset(" .,;:!?'\"`()-/_*=\n")
+_LENGTH_COST = {1: 30.0, 2: 8.0, 3: 3.0, 4: 1.0}
+"""How likely a string of so many letters is to be in a text, roughly (longer: 0.5)."""
+
+
+def _required(expression: str) -> tuple[tuple[str, ...], ...]:
+    """Sets of strings such that every match of ``expression`` holds one string of each, read off
+    its parse tree: a run of literal characters in its top-level sequence is a set of one; a group
+    every match goes through gives its own best set, an alternation the union of its alternatives'
+    (when each has one). The two least common sets, judged by their strings' length (each tried
+    longest string first); none when nothing is worth testing."""
+    best = _candidates(list(_SRE_PARSE.parse(expression, _FLAGS)))[:2]
+    return tuple(tuple(sorted(strings, key=len, reverse=True)) for strings in best)
+
+
+def _candidates(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
+    """The sets every match of a parsed sequence has one string of, the best first."""
+    found: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, value in items:
+        kind = str(op)
+        if kind == "LITERAL":
+            run.append(chr(value))
+            continue
+        if run:
+            found.append(frozenset({"".join(run)}))
+            run = []
+        found.extend(_inner(kind, value))
+    if run:
+        found.append(frozenset({"".join(run)}))
+    useful = [strings for strings in found if _cost(strings) < 40]
+    return sorted(set(useful), key=_cost)
+
+
+def _inner(kind: str, value: Any) -> list[frozenset[str]]:
+    """What one parsed item that is not a literal requires of every match: its best set, or none."""
+    if kind == "SUBPATTERN":
+        return _candidates(list(value[3]))[:1]
+    if kind == "BRANCH":
+        each = [_candidates(list(alternative))[:1] for alternative in value[1]]
+        return [frozenset[str]().union(*(best[0] for best in each))] if each and all(each) else []
+    if kind in ("MAX_REPEAT", "MIN_REPEAT") and value[0] >= 1:
+        return _candidates(list(value[2]))[:1]
+    members = cast("list[tuple[Any, int]]", value) if kind == "IN" else []
+    if members and len(members) <= 4 and all(str(member) == "LITERAL" for member, _ in members):
+        return [frozenset(chr(code) for _, code in members)]
+    return []
+
+
+def _cost(strings: frozenset[str]) -> float:
+    """How often a text is likely to hold one of ``strings``: short and common strings cost most."""
+    total = 0.0
+    for text in strings:
+        stripped = text.strip()
+        if not stripped or stripped in _COMMON_WORDS or (len(stripped) == 1 and stripped in _COMMON_MARKS):
+            return 100.0
+        total += _LENGTH_COST.get(len(stripped), 0.5) if stripped.isalnum() or len(stripped) > 1 else 1.0
+    return total
 
 
 def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
@@ -370,47 +679,32 @@ def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
         return (whole,)
 
 
-def _start(match: re.Match[str]) -> int:
-    return match.start()
+def _word_matches(branches: Sequence[re.Pattern[str]], text: str) -> list[tuple[int, int]]:
+    """The matches of each branch that start a word (a match starting with a letter right after
+    another is inside a word: ``skip`` in ``autoskip``), in order; the patterns need no leading
+    ``\\b``, which would make ``re`` try every position instead of jumping to its first letters."""
+    spans: list[tuple[int, int]] = []
+    for branch in branches:
+        position = 0
+        while (match := branch.search(text, position)) is not None:
+            start = match.start()
+            if start > 0 and text[start].isalnum() and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                position = start + 1
+                continue
+            spans.append((start, match.end()))
+            position = max(match.end(), start + 1)
+    if len(branches) > 1:
+        spans.sort()
+    return spans
 
 
-def _first(branch: re.Pattern[str], unless: re.Pattern[str] | None, text: str) -> re.Match[str] | None:
-    breaks: list[int] | None = None
-    checked: dict[tuple[int, int], bool] = {}
-    for match in _word_matches(branch, text):
-        if unless is None:
-            return match
-        if breaks is None:
-            breaks = [m.start() for m in _BREAK.finditer(text)]  # once per text: linear
-        span = _sentence(breaks, len(text), match.start(), match.end())
-        cancelled = checked.get(span)
-        if cancelled is None:  # each sentence searched once, however many matches it holds
-            cancelled = checked[span] = unless.search(text[span[0] : span[1]]) is not None
-        if not cancelled:
-            return match
-    return None
-
-
-def _word_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """The matches of ``pattern`` that start a word (a match starting with a letter right after
-    another is inside a word: ``skip`` in ``autoskip``); the patterns need no leading ``\\b``,
-    which would make ``re`` try every position instead of jumping to its first letters."""
-    position = 0
-    while (match := pattern.search(text, position)) is not None:
-        start = match.start()
-        if start > 0 and text[start].isalnum() and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            position = start + 1
-            continue
-        yield match
-        position = max(match.end(), start + 1)
-
-
-_BREAK = re.compile(r"\. |\n")
+_BREAK = re.compile("[.!?] |[\u3002\uff01\uff1f]|\n")
+"""Where a sentence ends: a full stop (or ! or ?) and a space, a CJK full stop, ! or ?, a line break."""
 
 
 def _sentence(breaks: Sequence[int], size: int, start: int, end: int) -> tuple[int, int]:
-    """The span of the sentence (or line) around a match, for its ``unless``: ``breaks`` are
-    where each ``". "`` or line break starts, in order."""
+    """The span of the sentence (or line) around a match: ``breaks`` are where each sentence's
+    end (``". "``, a CJK full stop, a line break) starts, in order."""
     index = bisect.bisect_left(breaks, start)
     before = breaks[index - 1] + 1 if index > 0 else 0
     after = bisect.bisect_left(breaks, end)

@@ -3,8 +3,17 @@
 Attackers hide instructions from the person reviewing a tool while the model still reads
 them: characters that render as nothing (zero-width spaces, Unicode tags, which smuggle whole
 ASCII sentences, variation selectors), controls that reverse the order text is shown in
-(bidi overrides and isolates), and letters of another script that look like Latin ones
-(a Cyrillic U+0430 for the ``a`` of ``read_file``), which also slip past patterns written in ASCII.
+(bidi overrides and isolates), a terminal's escape sequences and a bare carriage return (what
+a terminal shows is not what was sent), and letters of another script that look like Latin
+ones (a Cyrillic U+0430 for the ``a`` of ``read_file``), which also slip past patterns written
+in ASCII.
+
+Some of these characters are honest where they stand, and only there: a tag character inside a
+flag emoji (England's is a black flag, ``gbeng`` in tags and a cancel tag), a zero-width joiner
+or non-joiner between letters of a script that needs them (Persian ``می‌خواهم``, Devanagari) or
+inside an emoji sequence, a left-to-right or right-to-left mark in text that holds Arabic or
+Hebrew, one variation selector after an emoji, a keycap's digit or a CJK ideograph. A second
+selector in a row is never honest: that is how bytes are smuggled after an emoji.
 
 ``visible_text`` is what the scan's patterns read: NFKC-normalised (fullwidth and
 ligature forms become plain letters), hidden characters removed, and within a word that
@@ -18,14 +27,26 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["BIDI_CONTROLS", "HIDDEN", "Oddities", "name_lookalikes", "oddities", "plain", "visible_text"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "HIDDEN",
+    "Oddities",
+    "name_lookalikes",
+    "oddities",
+    "plain",
+    "raw_offset",
+    "visible_text",
+]
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Embeddings, overrides, isolates and marks: they change the order text is displayed in."""
 
-_EMOJI_JOINERS = frozenset("\u200d\ufe0e\ufe0f")
-"""Zero-width joiner and the text/emoji variation selectors: real descriptions use them inside
-emoji (``👨‍💻``, ``✔️``); they are hidden only when they follow no symbol."""
+_MARKS = frozenset("\u200e\u200f\u061c")
+"""Left-to-right, right-to-left and Arabic letter marks: honest in text that holds a right-to-left
+script (they place punctuation and Latin names; they cannot reorder a word)."""
+
+_JOINERS = frozenset("\u200c\u200d")
+_SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 HIDDEN = re.compile(
     "["
@@ -40,31 +61,102 @@ HIDDEN = re.compile(
     "]"
 )
 """Characters that render as nothing or as a plain space: Unicode's format characters (Cf),
-controls, fillers and variation selectors."""
+controls, fillers and variation selectors (some honest in context: ``_honest``)."""
+
+_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,7}\U000e007f")
+"""A subdivision flag: a black flag, its region in tag letters, a cancel tag (RGI's are five)."""
 
 LOOKALIKES: dict[str, str] = dict(
     zip(
-        "аеорсухіјѕԁһӏԛԝгпАВЕКМНОРСТХІЈЅαεορντικχΑΒΕΖΗΙΚΜΝΟΡΤΥΧɑɡɩοᴜ",
-        "aeopcyxijsdhlqwrnABEKMHOPCTXIJSaeopvtikxABEZHIKMNOPTYXagiou",
+        "аеорсухіјѕԁһӏԛԝгпАВЕКМНОРСТХІЈЅαεορντικχΑΒΕΖΗΙΚΜΝΟΡΤΥΧɑɡɩοᴜıȷ",
+        "aeopcyxijsdhlqwrnABEKMHOPCTXIJSaeopvtikxABEZHIKMNOPTYXagiouij",
         strict=True,
     )
 )
 """Cyrillic, Greek and IPA letters that look like Latin ones, and the Latin letter they pass
 for (a subset of Unicode's confusables table: the ones seen in homoglyph attacks)."""
 
+_CONFUSABLE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "LISU", "CANADIAN")
+"""Scripts with letters that pass for Latin ones: mixed into a Latin word of a name, a disguise."""
+_CONFUSABLE_LATIN = ("DOTLESS", "SMALL CAPITAL", "SCRIPT", "TURNED", "LONG S", "OPEN O", "ALPHA")
+"""Non-ASCII Latin letters that pass for ASCII ones (a dotless i, a Latin alpha, small capitals); a
+letter with a diacritic (an e with an acute accent) is seen as what it is."""
+
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-"""The ASCII characters ``HIDDEN`` holds (DEL, escape, and the controls but tab and line breaks)."""
-_ANSI = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]")
-"""A terminal's control sequence (``ESC [ 8 m`` conceals what follows): read as nothing, whole."""
+_NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?=[^\n])")
+"""The ASCII characters ``HIDDEN`` holds (DEL, escape, and the controls but tab and line breaks),
+and a carriage return before anything but a line feed: a terminal writes what follows over the line."""
+_BARE_CR = re.compile("\r(?=[^\n])")
+_ANSI = re.compile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?)")
+"""A terminal's control sequence (``ESC [ 8 m`` conceals what follows; ``ESC ] 8`` a hyperlink's
+hidden address): read as nothing, whole."""
 _SPACES = re.compile(r"[^\S\n]+")
 
 
-def _hidden(match: re.Match[str]) -> bool:
-    char = match[0]
-    if char in _EMOJI_JOINERS and match.start() > 0:
-        return unicodedata.category(match.string[match.start() - 1]) not in ("So", "Sk", "Mn")
-    return True
+def _letter_of_joining_script(char: str) -> bool:
+    """Arabic, Syriac, Thaana, N'Ko, the Indic scripts, Sinhala, Mongolian: scripts whose
+    spelling uses zero-width joiners and non-joiners between letters."""
+    code = ord(char)
+    return (
+        0x0600 <= code <= 0x0DFF
+        or 0x1800 <= code <= 0x18AF
+        or 0xA8E0 <= code <= 0xA8FF
+        or 0xFB50 <= code <= 0xFDFF
+        or 0xFE70 <= code <= 0xFEFF
+    ) and unicodedata.category(char)[0] in "LM"
+
+
+def _right_to_left(text: str) -> bool:
+    return any(0x0590 <= ord(c) <= 0x08FF or 0xFB1D <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFC for c in text)
+
+
+def _takes_selector(char: str) -> bool:
+    """A character a variation selector honestly follows: a symbol (emoji), a keycap's digit, ``#``
+    or ``*``, or a CJK ideograph (Japanese place and family names are spelled with one)."""
+    if char in "0123456789#*":
+        return True
+    category = unicodedata.category(char)
+    if category in ("So", "Sk", "Sm", "Po"):
+        return True
+    code = ord(char)
+    return 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x3FFFF
+
+
+def _emoji_side(char: str) -> bool:
+    return unicodedata.category(char) in ("So", "Sk", "Me") or char == "\ufe0f"
+
+
+def hidden_positions(text: str) -> list[int]:
+    """Where ``text`` holds a character that shows as nothing and is not honest where it stands."""
+    flags: set[int] = set()
+    if "\U0001f3f4" in text:
+        for match in _FLAG.finditer(text):
+            flags.update(range(match.start() + 1, match.end()))
+    rtl: bool | None = None
+    found: list[int] = []
+    for match in HIDDEN.finditer(text):
+        at = match.start()
+        if at in flags:
+            continue
+        char = match[0]
+        before = text[at - 1] if at > 0 else ""
+        after = text[at + 1] if at + 1 < len(text) else ""
+        if char in _JOINERS and before and after:
+            if _letter_of_joining_script(before) and _letter_of_joining_script(after):
+                continue
+            if char == "\u200d" and _emoji_side(before) and unicodedata.category(after) in ("So", "Sk"):
+                continue
+        elif _SELECTORS.match(char) and before and not _SELECTORS.match(before) and _takes_selector(before):
+            continue
+        elif char in _MARKS:
+            if rtl is None:
+                rtl = _right_to_left(text)
+            if rtl:
+                continue
+        found.append(at)
+    found.extend(match.start() for match in _BARE_CR.finditer(text))
+    return sorted(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +184,7 @@ def oddities(text: str) -> Oddities:
     text is ``plain``, as nearly all real definitions are)."""
     if plain(text):
         return Oddities()
-    found = [match[0] for match in HIDDEN.finditer(text) if _hidden(match)]
+    found = [text[at] for at in hidden_positions(text)]
     bidi = sum(char in BIDI_CONTROLS for char in found)
     tags = "".join(chr(ord(char) - 0xE0000) for char in found if 0xE0020 <= ord(char) <= 0xE007E)
     mixed = tuple(word for word in _WORD.findall(text) if _mixes_scripts(word))
@@ -106,25 +198,54 @@ def _mixes_scripts(word: str) -> bool:
     return latin and any(char in LOOKALIKES for char in word)
 
 
+def _confusable(char: str) -> bool:
+    if char in LOOKALIKES:
+        return True
+    name = unicodedata.name(char, "")
+    if name.startswith("LATIN"):
+        return any(part in name for part in _CONFUSABLE_LATIN)
+    return name.startswith(_CONFUSABLE_SCRIPTS)
+
+
 def name_lookalikes(name: str) -> str | None:
-    """Why a name (a tool's, a prompt's, a parameter's) may pass for another, or None: a letter
-    outside ASCII, a fullwidth form or a hidden character. MCP names are ASCII
-    (``[A-Za-z0-9_.-]``), so any of these is a look-alike of a name a person would trust."""
-    if name.isascii():
+    """Why a name (a tool's, a prompt's, a parameter's) may pass for another, or None: a hidden
+    character, a form NFKC makes ASCII (fullwidth, mathematical letters), a word mixing ASCII
+    letters with letters that pass for Latin ones, or a word spelled wholly in such letters.
+    A name in another script (``날씨_조회``, ``погода``) passes for no Latin name and is left alone."""
+    if name.isascii() and plain(name):
+        return None
+    folded = "".join(LOOKALIKES.get(char, char) for char in unicodedata.normalize("NFKC", name))
+    suspicious = bool(hidden_positions(name)) or unicodedata.normalize("NFKC", name) != name
+    if not suspicious:
+        for word in _NAME_WORD.findall(name):
+            if word.isascii():
+                continue
+            letters = [char for char in word if not char.isdigit()]
+            if any(char.isascii() for char in letters) and any(_confusable(char) for char in letters):
+                suspicious = True  # Latin letters with a look-alike among them: "read" with a Cyrillic a
+            elif letters and all(char in LOOKALIKES or char.isascii() for char in letters):
+                suspicious = True  # every letter passes for a Latin one: "sep" spelled in Cyrillic
+            if suspicious:
+                break
+    if not suspicious:
         return None
     odd = [char for char in name if not char.isascii()]
     shown = ", ".join(f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed')}" for char in odd[:3])
-    folded = "".join(LOOKALIKES.get(char, char) for char in unicodedata.normalize("NFKC", name))
-    passes = f" (reads as '{folded}')" if folded.isascii() and folded != name else ""
+    visible = "".join(char for at, char in enumerate(folded) if at not in set(hidden_positions(folded)))
+    passes = f" (reads as '{visible}')" if visible.isascii() and visible != name else ""
     return f"{shown}{passes}"
 
 
 def visible_text(text: str) -> str:
     """``text`` as the patterns read it: NFKC, hidden characters out, look-alikes in mixed words
-    made Latin, runs of spaces made one (line breaks kept: patterns stop at them)."""
+    made Latin, runs of spaces made one (line breaks kept: patterns stop at them; a carriage
+    return that starts a line over is one)."""
     if not plain(text):
         text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
-        text = HIDDEN.sub(lambda match: "" if _hidden(match) else match[0], text)
+        hidden = hidden_positions(text)
+        if hidden:
+            drop = set(hidden)
+            text = "".join(("\n" if char == "\r" else "") if at in drop else char for at, char in enumerate(text))
         text = _WORD.sub(_fold_word, text)
     return _SPACES.sub(" ", text).strip()
 
@@ -132,3 +253,35 @@ def visible_text(text: str) -> str:
 def _fold_word(match: re.Match[str]) -> str:
     word = match[0]
     return "".join(LOOKALIKES.get(char, char) for char in word) if _mixes_scripts(word) else word
+
+
+def raw_offset(text: str, visible: int) -> int:
+    """Where in ``text`` (as the server wrote it) the character at ``visible`` of its
+    ``visible_text`` is: exact for plain text, close otherwise (a compatibility form NFKC spells
+    with several letters counts as its first)."""
+    if plain(text):
+        kept = list(range(len(text)))
+    else:
+        removed: set[int] = set()
+        for match in _ANSI.finditer(text):
+            removed.update(range(match.start(), match.end()))
+        removed.update(at for at in hidden_positions(text) if text[at] != "\r")
+        kept: list[int] = []
+        for at, char in enumerate(text):
+            if at not in removed:
+                kept.extend([at] * len(unicodedata.normalize("NFKC", char)))
+    # Spaces as visible_text collapses them: a run of white space (not a line break) is one.
+    mapped: list[int] = []
+    previous_space = False
+    for at in kept:
+        char = text[at]
+        space = char.isspace() and char != "\n" and not (char == "\r" and at + 1 < len(text) and text[at + 1] != "\n")
+        if space and previous_space:
+            continue
+        mapped.append(at)
+        previous_space = space
+    start = next((i for i, at in enumerate(mapped) if not text[at].isspace()), 0)
+    mapped = mapped[start:]
+    if not mapped:
+        return 0
+    return mapped[min(max(visible, 0), len(mapped) - 1)]
