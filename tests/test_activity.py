@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.activity.events import Events
-from mcp_patchbay.activity.rows import ActivityRow
+from mcp_patchbay.activity.rows import ActivityRow, Record, row_of
 from mcp_patchbay.activity.store import ActivityStore
 from mcp_patchbay.activity.wiring import keep_log
 from mcp_patchbay.activity.writer import ActivityWriter
@@ -82,8 +82,8 @@ class Rows:
     def __init__(self) -> None:
         self.rows: list[ActivityRow] = []
 
-    def __call__(self, batch: Sequence[ActivityRow]) -> None:
-        self.rows.extend(batch)
+    def __call__(self, batch: Sequence[Record]) -> None:
+        self.rows.extend(row_of(record) for record in batch)
 
     def of(self, kind: str) -> list[ActivityRow]:
         return [row for row in self.rows if row.kind == kind]
@@ -203,7 +203,7 @@ async def test_a_server_that_fails_to_start_is_a_crash_saying_so() -> None:
 
 def test_a_sign_in_needed_is_a_row_once() -> None:
     events = Events("stdio pid 1", client=lambda _: None, offset=0.0)
-    first = events(("upstream", 10.0, "remote", "needs_sign_in", None, 0))
+    first = [row_of(record) for record in events(("upstream", 10.0, "remote", "needs_sign_in", None, 0))]
     again = events(("upstream", 11.0, "remote", "needs_sign_in", None, 0))
     assert [row.kind for row in first] == ["sign_in_needed"] and again == []
     assert first[0].server == "remote" and first[0].detail is not None
@@ -225,8 +225,7 @@ def test_a_held_definition_seen_by_two_proxies_is_one_row(tmp_path: Path) -> Non
     held = Held("tool", "add", "flagged", (), 1_800_000_000.0, {"name": "add"}, None, "ab" * 32)
     store = ActivityStore.open(tmp_path / "activity.sqlite3")
     for label in ("stdio pid 1", "stdio pid 2"):
-        for row in Events(label, client=lambda _: None)(("held", 5.0, {"files": [held]})):
-            store.record(row)
+        store.insert(Events(label, client=lambda _: None)(("held", 5.0, {"files": [held]})))
     (row,) = store.query()
     assert (row.kind, row.server, row.upstream, row.at) == ("definition_held", "files", "add", 1_800_000_000.0)
 
@@ -312,10 +311,10 @@ async def test_a_call_never_waits_for_a_stalled_writer_and_a_full_queue_drops_th
     entered, release = threading.Event(), threading.Event()
     taken: list[ActivityRow] = []
 
-    def stalled(batch: Sequence[ActivityRow]) -> None:
+    def stalled(batch: Sequence[Record]) -> None:
         entered.set()
         release.wait(30)  # the file, stuck (another process's lock, a disk that hangs)
-        taken.extend(batch)
+        taken.extend(row_of(record) for record in batch)
 
     config = config_from({"files": {"command": "x"}}, {"activity_queue": 100})
     try:

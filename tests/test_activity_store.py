@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_patchbay.activity.rows import ActivityRow, Limits
+from mcp_patchbay.activity.rows import ActivityRow, Limits, Record, row_of
 from mcp_patchbay.activity.store import ActivityStore, values_of
 from mcp_patchbay.activity.writer import ActivityWriter
 
@@ -186,10 +186,10 @@ def test_two_processes_writing_at_once_lose_no_row(tmp_path: Path) -> None:
 
 
 def test_a_writer_whose_file_refuses_a_batch_counts_the_rows_and_goes_on() -> None:
-    written: list[ActivityRow] = []
+    written: list[Record] = []
     refused = threading.Event()
 
-    def flaky(batch: Sequence[ActivityRow]) -> None:
+    def flaky(batch: Sequence[Record]) -> None:
         if not refused.is_set():
             refused.set()
             raise OSError("disk full")
@@ -200,7 +200,7 @@ def test_a_writer_whose_file_refuses_a_batch_counts_the_rows_and_goes_on() -> No
     assert refused.wait(5)
     writer.emit(row(2.0))
     assert writer.stop(5)
-    assert writer.dropped == 1 and [r.at for r in written] == [2.0]
+    assert writer.dropped == 1 and [row_of(r).at for r in written] == [2.0]
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX modes")

@@ -20,11 +20,12 @@ become one ``definition_held`` row each, whichever proxy notices first (``store`
 from __future__ import annotations
 
 import json
+import json.encoder
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcp_patchbay.activity.rows import ActivityRow
+from mcp_patchbay.activity.rows import ActivityRow, Record, values_of
 from mcp_patchbay.redaction import redact
 
 __all__ = ["DETAIL_CHARS", "Events", "kept", "size_of"]
@@ -56,6 +57,12 @@ _WHY = {
     "flagged": "the scan found text aimed at the model in it",
 }
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_c_encode: Any = (
+    _make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _make_encoder is not None
+    else None
+)  # the C encoder made once (json.dumps makes one a call: three times the cost of a small value)
 
 Client = Callable[[Any], "str | None"]
 
@@ -86,21 +93,21 @@ class Events:
         self._down: set[str] = set()
         self._held: set[tuple[str, str, str, str]] = set()
 
-    def __call__(self, event: Sequence[Any]) -> list[ActivityRow]:
+    def __call__(self, event: Sequence[Any]) -> list[Record]:
         kind = event[0]
         if kind == "tool_call":
             return [self._tool_call(event)]
         if kind in ("resource_read", "prompt_get"):
             return [self._request(event)]
         if kind == "upstream":
-            return self._upstream(*event[1:])
+            return [values_of(row) for row in self._upstream(*event[1:])]
         if kind == "held":
-            return self._held_now(*event[1:])
+            return [values_of(row) for row in self._held_now(*event[1:])]
         return []
 
     # --- requests -------------------------------------------------------------------------------
 
-    def _tool_call(self, event: Sequence[Any]) -> ActivityRow:
+    def _tool_call(self, event: Sequence[Any]) -> Record:
         _, started, ended, request, called, target, server, error, arguments, result = event
         if target is not None:
             exposed, upstream, server = target.exposed, target.upstream_name, target.server
@@ -112,8 +119,7 @@ class Events:
         else:
             code = _code(error)
             outcome, detail = code, _words(_message(error))
-        return ActivityRow(
-            None,
+        return (
             started + self.offset,
             "tool_call",
             self.proxy,
@@ -131,13 +137,12 @@ class Events:
             self._kept(result),
         )
 
-    def _request(self, event: Sequence[Any]) -> ActivityRow:
+    def _request(self, event: Sequence[Any]) -> Record:
         kind, started, ended, request, name, server, upstream, error, arguments, result = event
         sent = {"uri": name} if kind == "resource_read" else {"name": name, "arguments": arguments}
         answer = result.model_dump(by_alias=True, mode="json", exclude_none=True) if result is not None else None
         code = _code(error) if error is not None else None
-        return ActivityRow(
-            None,
+        return (
             started + self.offset,
             kind,
             self.proxy,
@@ -217,7 +222,11 @@ class Events:
 
 def size_of(value: Any) -> int:
     """Bytes of ``value`` as compact JSON in UTF-8."""
-    text = _encode(value)
+    if _c_encode is not None:
+        parts: Sequence[str] = _c_encode(value, 0)
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+    else:
+        text = _encode(value)
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["COLUMNS", "KINDS", "REQUEST_KINDS", "ActivityRow", "Limits", "ServerStats", "values_of"]
+__all__ = [
+    "COLUMNS",
+    "KINDS",
+    "REQUEST_KINDS",
+    "ActivityRow",
+    "Limits",
+    "Record",
+    "ServerStats",
+    "row_of",
+    "values_of",
+]
 
 KINDS = (
     "tool_call",
@@ -79,8 +89,17 @@ class Limits:
     max_bytes: int = 64 * 1024 * 1024
 
 
-def values_of(row: ActivityRow) -> tuple[object, ...]:
-    """A row as the insert's parameters (every column but ``id``)."""
+Record = tuple[object, ...]
+"""A row's values as they are written: every column but ``id``, in ``COLUMNS``' order (what the
+writer's thread makes of the serving path's events, without building an ``ActivityRow``)."""
+
+
+def row_of(record: Record) -> ActivityRow:
+    return ActivityRow(None, *record)  # pyright: ignore[reportArgumentType]
+
+
+def values_of(row: ActivityRow) -> Record:
+    """A row as it is written (every column but ``id``)."""
     return (
         row.at,
         row.kind,

@@ -22,7 +22,16 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mcp_patchbay.activity.rows import COLUMNS, KINDS, REQUEST_KINDS, ActivityRow, Limits, ServerStats, values_of
+from mcp_patchbay.activity.rows import (
+    COLUMNS,
+    KINDS,
+    REQUEST_KINDS,
+    ActivityRow,
+    Limits,
+    Record,
+    ServerStats,
+    values_of,
+)
 
 __all__ = [
     "FILE_NAME",
@@ -45,8 +54,17 @@ _PRUNE_CHUNK = 5000
 _SCHEMA_VERSION = 1
 
 _WRITTEN = COLUMNS[1:]  # the store numbers rows
-# OR IGNORE: a held definition is one row, whichever proxy saw it first (activity_held_once).
-_INSERT = f"INSERT OR IGNORE INTO activity ({', '.join(_WRITTEN)}) VALUES ({', '.join('?' for _ in _WRITTEN)})"
+_PER_STATEMENT = 64
+"""Rows one INSERT carries: each statement's step lets go of the GIL and takes it back, so one a
+row would hand the serving thread the GIL, and take it back, as many times (a context switch each)."""
+_ONE = f"({', '.join('?' for _ in _WRITTEN)})"
+
+
+def _insert(count: int) -> str:
+    # OR IGNORE: a held definition is one row, whichever proxy saw it first (activity_held_once).
+    return f"INSERT OR IGNORE INTO activity ({', '.join(_WRITTEN)}) VALUES {', '.join([_ONE] * count)}"
+
+
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM activity"
 
 _SCHEMA = """
@@ -138,19 +156,21 @@ class ActivityStore:
         """Write one row now (the page's own actions, the ``trust`` command's approvals)."""
         self.insert([values_of(row)])
 
-    def insert(self, values: Sequence[tuple[object, ...]]) -> None:
-        """Write rows (each ``values_of`` a row) in one transaction; prune every ``PRUNE_EVERY``."""
-        if not values:
+    def insert(self, records: Sequence[Record]) -> None:
+        """Write rows (each as its ``Record``) in one transaction; prune every ``PRUNE_EVERY``."""
+        if not records:
             return
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(_INSERT, values)
+                for start in range(0, len(records), _PER_STATEMENT):
+                    chunk = records[start : start + _PER_STATEMENT]
+                    self._db.execute(_insert(len(chunk)), [value for record in chunk for value in record])
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            self._written += len(values)
+            self._written += len(records)
             due = self._written >= PRUNE_EVERY
         if due:
             self.prune()

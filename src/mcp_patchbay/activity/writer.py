@@ -19,15 +19,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcp_patchbay.activity.rows import ActivityRow, Limits
+from mcp_patchbay.activity.rows import ActivityRow, Limits, Record, values_of
 
 __all__ = ["ActivityWriter", "Convert", "Sink"]
 
 logger = logging.getLogger(__name__)
 
-Sink = Callable[[Sequence[ActivityRow]], None]
-"""Where a batch of rows goes (the store's file, by default); may block, may raise."""
-Convert = Callable[[Any], Iterable[ActivityRow]]
+Sink = Callable[[Sequence[Record]], None]
+"""Where a batch of rows goes, each as its ``Record`` (the store's file, by default); may block, may raise."""
+Convert = Callable[[Any], Iterable[Record]]
 """An entry of the queue that is no row, made rows (the serving path's raw events)."""
 
 TELL_EVERY = 60.0
@@ -139,21 +139,17 @@ class ActivityWriter:
         if self._sink is not None:
             return self._sink
         try:
-            from mcp_patchbay.activity.store import ActivityStore, values_of
+            from mcp_patchbay.activity.store import ActivityStore
 
             store = ActivityStore.open(self._path, limits=self._limits)
         except Exception as exc:
             logger.warning("the activity log cannot be opened, nothing is recorded: %s", exc)
             return None
         self._close = store.close
+        return store.insert
 
-        def insert(rows: Sequence[ActivityRow]) -> None:
-            store.insert([values_of(row) for row in rows])
-
-        return insert
-
-    def _drain(self) -> list[ActivityRow]:
-        rows: list[ActivityRow] = []
+    def _drain(self) -> list[Record]:
+        rows: list[Record] = []
         queue, convert = self._queue, self._convert
         while True:
             try:
@@ -161,7 +157,7 @@ class ActivityWriter:
             except IndexError:
                 return rows
             if isinstance(entry, ActivityRow):
-                rows.append(entry)
+                rows.append(values_of(entry))
                 continue
             if convert is None:
                 continue
@@ -171,7 +167,7 @@ class ActivityWriter:
                 self._refused += 1
                 logger.debug("an activity event could not be made a row", exc_info=True)
 
-    def _write(self, sink: Sink | None, rows: list[ActivityRow]) -> None:
+    def _write(self, sink: Sink | None, rows: list[Record]) -> None:
         if not rows:
             return
         if sink is None:
