@@ -286,6 +286,49 @@ async def test_the_gateway_names_the_member_read_on_the_request_path() -> None:
     assert call.client == "alice (token)" and seen and seen[0] is not None
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_call_through_the_gateway_names_its_member(mode: str) -> None:
+    """Both the fast path (a 2025-era session's call) and the SDK's: the member is read on the
+    request's path, where its sign-in (or address) is known."""
+    import functools
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp_patchbay.activity.wiring import gateway_member
+    from mcp_patchbay.gateway.app import Gateway
+
+    rows = Rows()
+    config = config_from({"files": {"command": "x"}}, {"watch": False})
+    gateway = Gateway(config, "127.0.0.1", 0, connector=MemoryUpstreams({"files": files_server()}))
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+
+            async def log(*, task_status: anyio.abc.TaskStatus[ActivityWriter]) -> None:
+                label = "gateway 127.0.0.1:0 pid 1"
+                await keep_log(
+                    gateway.proxy, label, member=gateway_member, sink=rows, linger=0.0, task_status=task_status
+                )
+
+            await tg.start(log)
+            host, port = await tg.start(functools.partial(gateway.serve, signals=False))
+            try:
+                async with httpx2.AsyncClient(timeout=httpx2.Timeout(10.0)) as http:
+                    transport = streamable_http_client(f"http://{host}:{port}/mcp", http_client=http)
+                    async with Client(transport, mode=mode, cache=None) as c:  # pyright: ignore[reportArgumentType]
+                        await c.call_tool("files__echo", {"text": "hi"})
+                (call,) = await rows.wait_for("tool_call")
+            finally:
+                gateway.stop()
+                tg.cancel_scope.cancel()
+    assert (call.client, call.proxy, call.exposed, call.outcome) == (
+        "127.0.0.1 (address)",
+        "gateway 127.0.0.1:0 pid 1",
+        "files__echo",
+        "ok",
+    )
+
+
 async def test_what_happened_before_the_log_started_is_written_with_its_time() -> None:
     rows = Rows()
     config = config_from({"files": {"command": "x"}})
