@@ -55,6 +55,8 @@ MAX_FIELD_CHARS = 64 * 1024
 seen is some 30,000); past it, or past ``MAX_DEFINITION_CHARS`` in all, the rest is not
 scanned and the definition gets the ``too-long`` finding, which holds like any other."""
 MAX_DEFINITION_CHARS = 256 * 1024
+PURPOSE_CHARS = 300
+"""The most characters of a description read as what the tool says it is for (its first sentence)."""
 MAX_TOKEN_CHARS = 256
 """The longest word looked up as another server's tool (MCP names have at most 128 characters)."""
 _FLAGS = re.MULTILINE
@@ -70,6 +72,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[_.\-]+")
 _QUOTED = re.compile(r"'([^']*)'")
 _WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
 _SRE_PARSE: Any = importlib.import_module("re._parser")
 """The standard library's regular-expression parser (``re`` compiles with it): its tree gives
 each branch's gate. Private, and stable across the versions this runs on (3.11 to 3.13)."""
@@ -161,6 +164,9 @@ class _Pattern:
     the tool says it is for (a secrets manager asks for secrets)."""
     unless_name: re.Pattern[str] | None
     """Cancels a parameter's finding when the parameter's name matches (``api_key`` asking for a key)."""
+    other_tool: str | None
+    """A signal of ``parts`` whose match must name a tool (an identifier such as ``make_payment``)
+    that is neither this definition nor one of its parameters nor a tool of its own server."""
     explain: str
     severity: Severity
 
@@ -279,26 +285,61 @@ class _Read:
 
     contains: dict[str, bool] = field(default_factory=dict[str, bool])
 
+    windows: dict[tuple[str, int, int], tuple[int, int] | None] = field(
+        default_factory=dict[tuple[str, int, int], tuple[int, int] | None]
+    )
+
     def found(self, expression: _Expression) -> list[tuple[int, int]]:
         """Every match of ``expression`` that starts a word, as (start, end), in order (once per scan)."""
         spans = self.matches.get(expression.id)
         if spans is None:
-            contains, text = self.contains, self.text
-            branches: list[re.Pattern[str]] = []
-            for branch, gates in zip(expression.branches, expression.gates, strict=True):
-                for gate in gates:  # inline: this loop runs some 300 times a definition
-                    for string in gate:
-                        has = contains.get(string)
-                        if has is None:
-                            has = contains[string] = string in text
-                        if has:
-                            break
-                    else:
-                        break  # no string of this gate: the branch cannot match
-                else:
-                    branches.append(branch)
-            spans = self.matches[expression.id] = _word_matches(branches, text) if branches else []
+            branches = self._possible(expression)
+            spans = self.matches[expression.id] = _word_matches(branches, self.text) if branches else []
         return spans
+
+    def first_in(self, expression: _Expression, window: tuple[int, int]) -> tuple[int, int] | None:
+        """The first match of ``expression`` starting a word inside ``window``: what ``found`` would
+        give there, searched for only there (to the end of the window's line, where a match ends)."""
+        spans = self.matches.get(expression.id)
+        if spans is not None:
+            return _inside(spans, window)
+        key = (expression.id, *window)
+        if key in self.windows:
+            return self.windows[key]
+        text = self.text
+        line_end = text.find("\n", window[1])
+        end = len(text) if line_end < 0 else line_end
+        first: tuple[int, int] | None = None
+        for branch in self._possible(expression):
+            position = window[0]
+            while (match := branch.search(text, position, end)) is not None and match.start() < window[1]:
+                start = match.start()
+                if start > 0 and _inside_word(text[start - 1], text[start]):
+                    position = start + 1
+                    continue
+                if first is None or start < first[0]:
+                    first = (start, match.end())
+                break
+        self.windows[key] = first
+        return first
+
+    def _possible(self, expression: _Expression) -> list[re.Pattern[str]]:
+        """The branches of ``expression`` whose gates this text passes."""
+        contains, text = self.contains, self.text
+        branches: list[re.Pattern[str]] = []
+        for branch, gates in zip(expression.branches, expression.gates, strict=True):
+            for gate in gates:  # inline: this loop runs some 300 times a definition
+                for string in gate:
+                    has = contains.get(string)
+                    if has is None:
+                        has = contains[string] = string in text
+                    if has:
+                        break
+                else:
+                    break  # no string of this gate: the branch cannot match
+            else:
+                branches.append(branch)
+        return branches
 
     def sentence(self, start: int, end: int) -> tuple[int, int]:
         if self.breaks is None:
@@ -376,6 +417,7 @@ class Scanner:
                     unless=_compiled(spelled(raw["unless"]) if raw.get("unless") else None),
                     unless_tool=_compiled(raw.get("unless_tool")),
                     unless_name=_compiled(raw.get("unless_name")),
+                    other_tool=_other_tool(raw, parts),
                     explain=str(raw["explain"]),
                     severity="note" if raw.get("severity") == "note" else "hold",
                 )
@@ -402,7 +444,7 @@ class Scanner:
         for scope, scopes in SCOPES.items():
             chosen = [u for u in worded if u.scope in scopes]
             texts[scope] = _Read(*joined(chosen), chosen)
-        own = _OwnPurpose(definition)
+        own = _OwnPurpose(definition, read, context.own_names.get(server, frozenset()) if context else frozenset())
         for pattern in self.patterns:
             if pattern.id not in found:
                 finding = self._first(pattern, texts[pattern.scope], own)
@@ -427,20 +469,20 @@ class Scanner:
         anchors = read.found(pattern.parts[0])
         if not anchors:
             return None
-        others = [read.found(part) for part in pattern.parts[1:]]
-        if any(not spans for spans in others):
-            return None  # a part found nowhere: no window can hold them all
         if pattern.unless_tool is not None and own.matches(pattern.unless_tool):
             return None
         checked: dict[tuple[int, int], bool] = {}
         for start, end in anchors:
             window = read.sentence(start, end) if pattern.window == "sentence" else (start, end)
             last = end
-            for spans in others:
-                inside = _inside(spans, window)
+            named = (start, end)
+            for part in pattern.parts[1:]:  # searched for in the window only: most texts hold few anchors
+                inside = read.first_in(part, window)
                 if inside is None:
                     break
                 last = max(last, inside[1])
+                if part.id == pattern.other_tool:
+                    named = inside
             else:
                 cancelled = checked.get(window)
                 if cancelled is None:  # each window searched once, however many matches it holds
@@ -450,6 +492,8 @@ class Scanner:
                 unit, offset = read.unit_at(start)
                 where = unit.where if unit is not None else ""
                 if pattern.unless_name is not None and unit is not None and _named(pattern.unless_name, unit):
+                    continue
+                if pattern.other_tool is not None and not own.names_another(read.text[named[0] : named[1]]):
                     continue
                 at = raw_offset(unit.text, offset) if unit is not None else -1
                 excerpt = _clip(read.text[start : min(last, start + 4 * EXCERPT)])
@@ -513,7 +557,7 @@ class Scanner:
         are another server's is known only from the catalog, as the scan runs."""
         if self.order is None:
             return check
-        return check if _inside(read.found(self.order), read.sentence(start, end)) is not None else f"{check}-named"
+        return check if read.first_in(self.order, read.sentence(start, end)) is not None else f"{check}-named"
 
     def _check_at(self, read: _Read, position: int, found: dict[str, Finding], check: str, excerpt: str) -> None:
         if check.endswith("-named") and check.removesuffix("-named") in found:
@@ -524,17 +568,34 @@ class Scanner:
 
 
 class _OwnPurpose:
-    """What a definition says it is for (its name as words, title and description), read once
-    and only when a pattern's ``unless_tool`` asks."""
+    """What a definition says it is for: its name as words, its title and the first sentence of its
+    description (what a tool is comes first; a long description's later sentences may be anything),
+    read once and only when a pattern's ``unless_tool`` asks."""
 
-    def __init__(self, definition: Definition) -> None:
+    def __init__(
+        self, definition: Definition, read: Sequence[Unit] = (), server_names: frozenset[str] = frozenset()
+    ) -> None:
         self.definition = definition
         self.text: str | None = None
+        self.read = read
+        self.server_names = server_names
+
+    def names_another(self, text: str) -> bool:
+        """``text`` names a tool that is not this one: an identifier that is neither this
+        definition's name, nor a parameter's, nor a tool of the same server."""
+        own = {str(self.definition.get("name", "")).lower(), *self.server_names}
+        own.update(unit.text.lower() for unit in self.read if unit.scope == "name-parameter")
+        return any(
+            token not in own and token.rpartition(".")[2] not in own and token.rpartition("__")[2] not in own
+            for token in _TOOL_NAME.findall(text)
+        )
 
     def matches(self, expression: re.Pattern[str]) -> bool:
         if self.text is None:
-            parts = [name_words(str(self.definition.get("name", "")))]
-            parts += [str(self.definition.get(key) or "") for key in ("title", "description")]
+            description = str(self.definition.get("description") or "")[:PURPOSE_CHARS]
+            first = _BREAK.search(description)
+            parts = [name_words(str(self.definition.get("name", ""))), str(self.definition.get("title") or "")]
+            parts.append(description[: first.start()] if first else description)
             self.text = "\n".join(parts).lower()
         return expression.search(self.text) is not None
 
@@ -558,6 +619,16 @@ def _signals(signals: Mapping[str, _Expression], ids: Sequence[str], scope: str,
     return chosen
 
 
+def _other_tool(raw: Mapping[str, Any], parts: Sequence[_Expression]) -> str | None:
+    """The signal ``other_tool`` names, which must be one of the pattern's parts."""
+    signal = raw.get("other_tool")
+    if signal is None:
+        return None
+    if signal not in {part.id for part in parts}:
+        raise ValueError(f"pattern {raw.get('id')!r}: other_tool names no signal of 'all'")
+    return str(signal)
+
+
 def _compiled(expression: Any) -> re.Pattern[str] | None:
     return re.compile(str(expression), _FLAGS) if expression else None
 
@@ -569,7 +640,7 @@ def _named(expression: re.Pattern[str], unit: Unit) -> bool:
 
 
 def _cancelled(pattern: _Pattern, read: _Read, window: tuple[int, int]) -> bool:
-    if any(_inside(read.found(signal), window) is not None for signal in pattern.none):
+    if any(read.first_in(signal, window) is not None for signal in pattern.none):
         return True
     return pattern.unless is not None and pattern.unless.search(read.text, window[0], window[1]) is not None
 
@@ -602,9 +673,10 @@ def _required(expression: str) -> tuple[tuple[str, ...], ...]:
     its parse tree: a run of literal characters in its top-level sequence is a set of one; a group
     every match goes through gives its own best set, an alternation the union of its alternatives'
     (when each has one). The two least common sets, judged by their strings' length (each tried
-    longest string first); none when nothing is worth testing."""
+    shortest string first: the commonest, so a text holding one passes soonest); none when nothing
+    is worth testing."""
     best = _candidates(list(_SRE_PARSE.parse(expression, _FLAGS)))[:2]
-    return tuple(tuple(sorted(strings, key=len, reverse=True)) for strings in best)
+    return tuple(tuple(sorted(strings, key=len)) for strings in best)
 
 
 def _candidates(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
@@ -648,12 +720,39 @@ def _cost(strings: frozenset[str]) -> float:
         stripped = text.strip()
         if not stripped or stripped in _COMMON_WORDS or (len(stripped) == 1 and stripped in _COMMON_MARKS):
             return 100.0
-        total += _LENGTH_COST.get(len(stripped), 0.5) if stripped.isalnum() or len(stripped) > 1 else 1.0
+        if not stripped.isascii():
+            total += 0.5  # nearly every description is written in English
+        else:
+            total += _LENGTH_COST.get(len(stripped), 0.5) if stripped.isalnum() or len(stripped) > 1 else 1.0
     return total
 
 
 def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
-    """``expression``'s top-level alternatives, each compiled (the whole, if it cannot be split)."""
+    """``expression``'s top-level alternatives, each compiled (the whole, if it cannot be split);
+    ``(a|b|c)\\b``, one group of alternatives, is split as ``a\\b|b\\b|c\\b``."""
+    whole = _ONE_GROUP.fullmatch(expression)
+    if whole is not None and not _BACKREFERENCE.search(expression):
+        inner = _alternatives(whole[1])
+        if len(inner) > 1:
+            try:
+                return tuple(re.compile(f"(?:{part}){whole[2]}", _FLAGS) for part in inner)
+            except re.error:
+                pass
+    re.compile(expression, _FLAGS)  # a mistake in the file is reported as the file has it
+    parts = _alternatives(expression)
+    try:
+        return tuple(re.compile(part, _FLAGS) for part in parts)
+    except re.error:
+        return (re.compile(expression, _FLAGS),)
+
+
+_ONE_GROUP = re.compile(r"\((?!\?)(.*)\)(\\b)?", re.DOTALL)
+_BACKREFERENCE = re.compile(r"\\[1-9]")
+
+
+def _alternatives(expression: str) -> list[str]:
+    """The top-level alternatives of an expression (split at ``|`` outside groups and classes);
+    for ``_ONE_GROUP``'s inner text, only if the group closes at the end (``(a)|(b)`` is two groups)."""
     parts: list[str] = []
     depth, start, i = 0, 0, 0
     while i < len(expression):
@@ -670,13 +769,11 @@ def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
         elif char == "|" and depth == 0:
             parts.append(expression[start:i])
             start = i + 1
+        if depth < 0:
+            return [expression]  # ``(a)|(b)`` read as one group's inner text: not one group
         i += 1
     parts.append(expression[start:])
-    whole = re.compile(expression, _FLAGS)  # a mistake in the file is reported as the file has it
-    try:
-        return tuple(re.compile(part, _FLAGS) for part in parts)
-    except re.error:
-        return (whole,)
+    return parts
 
 
 def _word_matches(branches: Sequence[re.Pattern[str]], text: str) -> list[tuple[int, int]]:
@@ -688,7 +785,7 @@ def _word_matches(branches: Sequence[re.Pattern[str]], text: str) -> list[tuple[
         position = 0
         while (match := branch.search(text, position)) is not None:
             start = match.start()
-            if start > 0 and text[start].isalnum() and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            if start > 0 and _inside_word(text[start - 1], text[start]):
                 position = start + 1
                 continue
             spans.append((start, match.end()))
@@ -696,6 +793,14 @@ def _word_matches(branches: Sequence[re.Pattern[str]], text: str) -> list[tuple[
     if len(branches) > 1:
         spans.sort()
     return spans
+
+
+def _inside_word(before: str, char: str) -> bool:
+    """``char`` continues a word (``skip`` in ``autoskip``): a letter after a letter, digit or ``_``.
+    Chinese and Japanese are written without spaces, so any of their characters may start a phrase."""
+    if not char.isalnum() or not (before.isalnum() or before == "_"):
+        return False
+    return not ("\u3040" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff")
 
 
 _BREAK = re.compile("[.!?] |[\u3002\uff01\uff1f]|\n")
