@@ -13,13 +13,15 @@ lock and no read or write of the file happens on the event loop:
 
     guard.answer(server, listing)        # the loop: a decision from memory, or None (work to do)
     guard.decide_all({server: listing})  # a worker thread: the scans, and one locked write for all
-    guard.settle(server, listing, decision, version)   # the loop again: logged, remembered, held
+    guard.settle(server, listing, verdict)   # the loop again: logged, remembered, held
 
 ``answer`` decides from the server's record as last read or written here, while the file has
 not changed (a ``stat``), and only when the decision needs no scan (every definition approved
-and unchanged) and changes nothing in the record; a listing it has already reviewed (the same
-tool objects, the same context, the file unchanged since) is answered from memory, so catalog
-rebuilds for other reasons cost a ``stat``. ``decide_all`` reads the file when it changed,
+and unchanged) and changes nothing in the record. A listing it has already reviewed (the same
+tool objects; the same context, unless the verdict took no scan; the file unchanged since, or
+the server's record the very one the verdict left while the file is this process's own) is
+answered from memory, so catalog rebuilds for other reasons, and other servers' first sights,
+cost a ``stat`` or two per server. ``decide_all`` reads the file when it changed,
 scans each new or changed definition once, and writes every record its decisions change under
 one lock (``PinStore.update_many``), deciding again on what the file holds then if another
 process wrote it meanwhile. ``settle`` logs what happened once (pinned on first sight, held and
@@ -48,7 +50,7 @@ from mcp_patchbay.trust.store import Change, PinsFull, PinStore, PinsUnreadable,
 
 logger = logging.getLogger("mcp_patchbay.trust")
 
-__all__ = ["Guard", "Listing", "launch_of"]
+__all__ = ["Guard", "Listing", "Verdict", "launch_of"]
 
 
 def launch_of(spec: Any) -> str:
@@ -83,22 +85,36 @@ class Listing:
     """What launches the server, recorded for a person (``launch_of``)."""
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A decision on one listing, and what it stands on."""
+
+    decision: Decision
+    version: Any
+    """The pins file's version after it (a ``stat``)."""
+    record: ServerPins | None
+    """The server's record as the store holds it after it (compared by identity: the store keeps
+    its record objects while the file is the one it last read or wrote)."""
+    scanned: bool
+    """The scan took part: the decision holds in its context only. Without it (every definition
+    approved and unchanged), it holds in any."""
+
+
+@dataclass(frozen=True, slots=True)
 class _Reviewed:
     listing: Listing
     """The listing reviewed (its tools, prompts and context kept, so they are compared by
     identity, never by a reused ``id``)."""
-    version: Any
-    """The pins file's version when reviewed."""
-    decision: Decision
+    verdict: Verdict
 
-    def answers(self, listing: Listing, version: Any) -> bool:
-        mine = self.listing
+    def answers(self, listing: Listing, version: Any, record: tuple[bool, ServerPins | None]) -> bool:
+        mine, verdict = self.listing, self.verdict
+        current, now = record
         return (
             mine.tools is listing.tools
             and mine.prompts is listing.prompts
-            and mine.context is listing.context
-            and self.version == version
+            and (mine.context is listing.context or not verdict.scanned)
+            and (verdict.version == version or (current and now is not None and now is verdict.record))
         )
 
 
@@ -146,6 +162,7 @@ class Guard:
         self._held: dict[str, dict[tuple[Kind, str], Held]] = {}
         self._told_unusable = False
         self._polled: Any = self.store.version()
+        self._definitions: dict[str, tuple[Sequence[types.Tool], Sequence[types.Prompt], list[Definition]]] = {}
 
     @property
     def active(self) -> bool:
@@ -159,12 +176,18 @@ class Guard:
         return self._scanner
 
     def context(self, listings: Mapping[str, tuple[Sequence[types.Tool], Sequence[types.Prompt]]]) -> ScanContext:
-        """The scan's context from every server's listing (the other servers' names and tools)."""
-        definitions: dict[str, list[Definition]] = {
-            server: [definition_of(item) for item in (*tools, *prompts)]
-            for server, (tools, prompts) in listings.items()
-        }
-        return ScanContext.of(definitions)
+        """The scan's context from every server's listing (the other servers' names and tools).
+        Each listing's definitions are made once (kept while its tools and prompts are the same
+        objects): servers coming up one by one made every listing's definitions again at each."""
+        made: dict[str, tuple[Sequence[types.Tool], Sequence[types.Prompt], list[Definition]]] = {}
+        for server, (tools, prompts) in listings.items():
+            known = self._definitions.get(server)
+            if known is not None and known[0] is tools and known[1] is prompts:
+                made[server] = known
+            else:
+                made[server] = (tools, prompts, [definition_of(item) for item in (*tools, *prompts)])
+        self._definitions = made
+        return ScanContext.of({server: definitions for server, (_, _, definitions) in made.items()})
 
     def review(
         self,
@@ -181,9 +204,9 @@ class Guard:
         answered = self.answer(server, listing)
         if answered is not None:
             return answered
-        decisions, version = self.decide_all({server: listing})
-        self.settle(server, listing, decisions[server], version)
-        return decisions[server]
+        verdict = self.decide_all({server: listing})[server]
+        self.settle(server, listing, verdict)
+        return verdict.decision
 
     def answer(self, server: str, listing: Listing) -> Decision | None:
         """The decision on ``listing`` when it takes no scan, no read of the file and no write
@@ -192,11 +215,11 @@ class Guard:
         if not self.active:
             return _unguarded(listing)
         version = self.store.version()
+        known = self.store.last_record(entry_key(self.config_path, server))
         cached = self._reviewed.get(server)
-        if cached is not None and cached.answers(listing, version):
-            return cached.decision
-        key = entry_key(self.config_path, server)
-        current, record = self.store.last_record(key)
+        if cached is not None and cached.answers(listing, version, known):
+            return cached.verdict.decision
+        current, record = known
         if not current:
             return None
         try:
@@ -205,7 +228,7 @@ class Guard:
             return None
         if decision.record is not None and not decision.record.same_pins(record):
             return None
-        self.settle(server, listing, decision, version)
+        self.settle(server, listing, Verdict(decision, version, record, scanned=False))
         return decision
 
     def unreviewed(self, server: str, listing: Listing) -> Decision:
@@ -215,9 +238,10 @@ class Guard:
         again in another context: no client sees it leave and come back.)"""
         _, record = self.store.last_record(entry_key(self.config_path, server))
         last = self._reviewed.get(server)
-        if record is None and last is None:
+        before = last.verdict.decision if last is not None else None
+        if record is None and before is None:
             return Decision((), (), (), (), None)
-        served_before = {id(item) for item in (*last.decision.tools, *last.decision.prompts)} if last else set[int]()
+        served_before = {id(item) for item in (*before.tools, *before.prompts)} if before else set[int]()
         stamps_before: dict[tuple[Kind, str], str] | None = None
 
         def unchanged(kind: Kind, item: types.Tool | types.Prompt) -> bool:
@@ -229,22 +253,22 @@ class Guard:
             pin = record.approved[kind].get(name) if record is not None else None
             if pin is not None and pin.fingerprint == stamp:
                 return True
-            if last is None:
+            if before is None:
                 return False
             if stamps_before is None:
-                stamps_before = _stamps(last.decision)
+                stamps_before = _stamps(before)
             return stamps_before.get((kind, name)) == stamp
 
         tools = tuple(t for t in listing.tools if unchanged("tool", t))
         prompts = tuple(p for p in listing.prompts if unchanged("prompt", p))
         return Decision(tools, prompts, (), (), None)
 
-    def decide_all(self, listings: Mapping[str, Listing]) -> tuple[dict[str, Decision], Any]:
+    def decide_all(self, listings: Mapping[str, Listing]) -> dict[str, Verdict]:
         """Each listing decided, and the records they change written under one lock with one
-        write; the decisions and the file's version after. Runs in a worker thread: it touches
-        the store and the scanner, nothing the event loop reads of the guard."""
+        write. Runs in a worker thread: it touches the store and the scanner, nothing the event
+        loop reads of the guard."""
         if not self.active:
-            return {server: _unguarded(listing) for server, listing in listings.items()}, None
+            return {server: Verdict(_unguarded(listing), None, None, False) for server, listing in listings.items()}
         scans = _Scans(self)
         keys = {server: entry_key(self.config_path, server) for server in listings}
         decided: dict[str, Decision] = {}
@@ -276,15 +300,20 @@ class Guard:
                     scan=scans.of(server, listing),
                     server=server,
                 )
-        return decided, self.store.version()
+        version = self.store.version()
+        return {
+            server: Verdict(decision, version, self.store.last_record(keys[server])[1], server in scans.used)
+            for server, decision in decided.items()
+        }
 
-    def settle(self, server: str, listing: Listing, decision: Decision, version: Any) -> None:
-        """``decision`` on ``listing`` made the one this guard serves and remembers (the event
+    def settle(self, server: str, listing: Listing, verdict: Verdict) -> None:
+        """``verdict`` on ``listing`` made the one this guard serves and remembers (the event
         loop's, after ``decide_all``); what happened logged once."""
+        decision = verdict.decision
         for event in decision.events:
             log = logger.warning if event.level == "warning" else logger.info
             log("server '%s': %s", server, event.text)
-        self._reviewed[server] = _Reviewed(listing, version, decision)
+        self._reviewed[server] = _Reviewed(listing, verdict)
         self._held[server] = {(held.kind, held.name): held for held in decision.held}
 
     def _decided(self, server: str, listing: Listing, record: ServerPins | None, scan: Scan) -> Decision:
@@ -400,9 +429,12 @@ class _Scans:
     def __init__(self, guard: Guard) -> None:
         self._guard = guard
         self._found: dict[tuple[str, Kind, str], tuple[Finding, ...]] = {}
+        self.used: set[str] = set()
+        """The servers some definition of which was scanned."""
 
     def of(self, server: str, listing: Listing) -> Callable[[Definition, Kind], tuple[Finding, ...]]:
         def scan(definition: Definition, kind: Kind) -> tuple[Finding, ...]:
+            self.used.add(server)
             key = (server, kind, fingerprint(definition))
             found = self._found.get(key)
             if found is None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,15 @@ from mcp_patchbay.errors import PatchbayError
 from mcp_patchbay.naming import NameEntry, Resolver, build_names
 from mcp_patchbay.trust.decide import Held
 from mcp_patchbay.trust.fingerprint import Kind
-from mcp_patchbay.trust.guard import Guard, Listing
+from mcp_patchbay.trust.guard import Guard, Listing, Verdict
 from mcp_patchbay.trust.scan import ScanContext
 from mcp_patchbay.trust.store import MemoryPinStore, PinStore
 
 __all__ = ["Listed", "Served", "ServingTrust", "held_filter"]
 
 _GLOB = re.compile(r"([*?\[])")
+_UNMADE = ScanContext()
+"""Stands for a context not made yet: never scanned with, and no verdict that took the scan has it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,9 @@ class ServingTrust:
         self.separator: str = settings.separator
         self.max_length = max_length
         self._context: tuple[tuple[tuple[str, object, object], ...], ScanContext] | None = None
+        """The listings' identities and the scan's context over them (``_UNMADE`` until a scan needs it)."""
+        self._sources: dict[str, tuple[Sequence[types.Tool], Sequence[types.Prompt]]] = {}
+        """The listings the context is made of."""
         self._filters: dict[str, tuple[ToolFilter | None, tuple[str, ...], ToolFilter | None]] = {}
         self._names: dict[Kind, Resolver] = {}
         self._permitted: dict[str, ToolFilter | None] = {}
@@ -148,11 +153,21 @@ class ServingTrust:
         scans, one locked write), the verdicts then made the guard's; rebuild after it, so that the
         catalog serves them."""
         batch = self._waiting
-        if not batch:
+        if not batch or self._context is None:
             return
-        decisions, version = await anyio.to_thread.run_sync(self.guard.decide_all, batch)
-        for name, listing in batch.items():
-            self.guard.settle(name, listing, decisions[name], version)
+        key, context = self._context
+        sources = self._sources
+
+        def review() -> tuple[ScanContext, dict[str, Listing], dict[str, Verdict]]:
+            made = self.guard.context(sources) if context is _UNMADE else context
+            listings = {name: replace(listing, context=made) for name, listing in batch.items()}
+            return made, listings, self.guard.decide_all(listings)
+
+        made, listings, verdicts = await anyio.to_thread.run_sync(review)
+        if self._context[0] is key:  # no listing changed meanwhile: the context made is this one
+            self._context = (key, made)
+        for name, listing in listings.items():
+            self.guard.settle(name, listing, verdicts[name])
         if self._waiting is batch:
             self._waiting = {}
 
@@ -187,8 +202,9 @@ class ServingTrust:
     # --- inside -------------------------------------------------------------------------------
 
     def _context_of(self, listings: Mapping[str, Listed]) -> ScanContext:
-        """The scan's context, made again only when a listing changed (the guard answers a listing
-        it reviewed in the same context from memory)."""
+        """The scan's context, the same object while no listing changed (the guard answers a
+        listing it reviewed in the same context from memory). When one did, ``_UNMADE`` stands for
+        it: it is made in the worker thread, by ``settle``, only when a listing needs the scan."""
         key = tuple((name, listed.tools, listed.prompts) for name, listed in listings.items())
         known = self._context
         if (
@@ -197,9 +213,9 @@ class ServingTrust:
             and all(_same(a, b) for a, b in zip(known[0], key, strict=True))
         ):
             return known[1]
-        context = self.guard.context({name: (listed.tools, listed.prompts) for name, listed in listings.items()})
-        self._context = (key, context)
-        return context
+        self._context = (key, _UNMADE)
+        self._sources = {name: (listed.tools, listed.prompts) for name, listed in listings.items()}
+        return _UNMADE
 
     def _filter(self, server: str, tool_filter: ToolFilter | None, held: tuple[str, ...]) -> ToolFilter | None:
         """The entry's filter with ``held`` denied: the same object while neither changed (the

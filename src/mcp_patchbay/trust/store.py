@@ -130,9 +130,10 @@ class PinStore:
         self.max_bytes = max_bytes
         self.write = write
         self._version: Version | None = None
-        self._last: tuple[Version, dict[str, ServerPins]] | None = None
-        """The file's version and its records, as last read or written (``_cached``); replaced
-        whole, never changed in place, so the event loop may read it while a worker thread writes."""
+        self._last: tuple[Version | None, dict[str, ServerPins]] | None = None
+        """The file's version (None: there was none) and its records, as last read or written
+        (``_cached``); replaced whole, never changed in place, so the event loop may read it while
+        a worker thread writes."""
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -244,6 +245,7 @@ class PinStore:
             status, raw = read_changed(self.path, self.max_bytes, "the pins file", known)
         except FileNotFoundError:
             self._version = None
+            self._last = (None, {})
             return {}
         except FileRefused as exc:  # a directory, a device, a FIFO; or larger than max_bytes
             raise PinsUnreadable(self.path, exc.why) from None
