@@ -11,7 +11,8 @@ stdio proxy (``scripts/bench``):
   figures were measured) and ``doc_sections`` (the sections other benchmarks wrote, carried over).
 - ``calls``: per-call latency and throughput, direct and through the proxy (and FastMCP).
 - ``startup``: time to a complete ``tools/list``, 1 and 10 upstreams; the timelines from spawn to
-  ``initialize`` and the first ``tools/list`` answered, in all and in search mode.
+  ``initialize`` and the first ``tools/list`` answered, in all and in search mode; ``--pins``: the
+  start with 10 upstreams under each pin setting, first sight and second start (its own section).
 - ``memory``: the proxy's RSS over 100,000 calls.
 - ``stdio_profile``: CPU per call from /proc, a py-spy profile, import cost.
 - ``naming``: the name resolver's cost per call (run by path, also on an older commit's snapshot).

@@ -24,6 +24,22 @@ spawns its servers (Claude Code), so these two marks are the proxy's part of tha
 
     .venv/bin/python -m benchmarks.startup --timeline [--reps 10]   (the timelines only)
 
+``--pins`` measures what pinning costs the start with 10 upstreams (issue 36): the ten started
+directly, against the proxy with ``pin: "off"``, with ``pin: "hold"`` (the default) on a fresh
+data folder (every definition first seen: scanned and pinned), with ``pin: "hold"`` on a second
+start (a data folder an unmeasured start pinned), and with ``pin: "hold"`` first seeing these ten
+beside the pins of other configs (the 35 servers and 522 tools of ``search_data/catalog.json``,
+a 1.2 MB file: the pins file is the user's, shared by every config). Each side has a data
+folder of its own under ``.bench/`` (``XDG_DATA_HOME``), never the user's. ``--write`` puts the
+figures in docs/PERFORMANCE.md's "Starting with pins" section (``doc_sections``).
+
+    .venv/bin/python -m benchmarks.startup --pins [--reps 7] [--commit REV] [--write [--before FILE]]
+
+``--commit REV`` runs the proxy from ``REV``'s ``src/`` (``git archive``, unpacked under
+``.bench/startup-pins-src/``), so the working tree's uncommitted edits stay out of the figures.
+Each run's results are saved as ``.bench/startup-pins-COMMIT.json``; ``--before`` one of them
+shows that run beside this one in the section.
+
 The clock runs from just before the spawn until the last ``tools/list`` (or ``initialize``)
 answer; shutting down is not counted.
 """
@@ -32,14 +48,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import StdioServerParameters
 
 from benchmarks.common import (
+    PROXY_ENV,
+    ROOT,
     WORK,
     bench_server_entry,
     client,
@@ -51,8 +73,10 @@ from benchmarks.common import (
     proxy_command,
     proxy_params,
     raw_process,
+    use_source,
     write_config,
 )
+from benchmarks.doc_sections import replace_section
 from benchmarks.processes import children_of
 
 Measure = Callable[[], Awaitable[float]]
@@ -210,12 +234,187 @@ async def run(reps: int, with_fastmcp: bool, slow_reps: int = 2) -> dict[str, di
     return results
 
 
+# --- pins (issue 36) ------------------------------------------------------------------------
+
+PINS_DATA = WORK / "startup-pins"
+PIN_SIDES = (
+    "direct",
+    "pin off",
+    "pin hold, fresh data folder",
+    "pin hold, second start",
+    "pin hold, beside other configs' pins",
+)
+CATALOG = ROOT / "benchmarks" / "search_data" / "catalog.json"
+
+
+def _in_data_folder(config: Any, folder: Any) -> StdioServerParameters:
+    """The proxy of ``config`` with its own data folder (``XDG_DATA_HOME``: the pins file in it)."""
+    command = proxy_command(config)
+    environment = {**PROXY_ENV, "XDG_DATA_HOME": str(folder)}
+    return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT), env=environment)
+
+
+def pin_scenarios() -> dict[str, Measure]:
+    ten = {f"s{i}": bench_server_entry(f"s{i}", spawn_log=SPAWN_LOG) for i in range(10)}
+    hold = write_config("startup-10-hold", ten)  # pin and scan at their defaults: hold
+    off = write_config("startup-10-off", ten, pin="off")
+    shutil.rmtree(PINS_DATA, ignore_errors=True)
+    fresh_count = [0]
+
+    async def fresh() -> float:
+        fresh_count[0] += 1
+        folder = PINS_DATA / f"fresh-{fresh_count[0]}"  # nothing pinned: every definition first seen
+        return await listed(_in_data_folder(hold, folder), 10)
+
+    others = _others_pinned(PINS_DATA / "others")
+    beside_count = [0]
+
+    async def beside() -> float:
+        beside_count[0] += 1
+        folder = PINS_DATA / f"beside-{beside_count[0]}"
+        shutil.copytree(others, folder)
+        return await listed(_in_data_folder(hold, folder), 10)
+
+    return {
+        "direct": lambda: all_listed([direct_params(e) for e in ten.values()]),
+        "pin off": lambda: listed(_in_data_folder(off, PINS_DATA / "off"), 10),
+        "pin hold, fresh data folder": fresh,
+        "pin hold, second start": lambda: listed(_in_data_folder(hold, PINS_DATA / "second"), 10),
+        "pin hold, beside other configs' pins": beside,
+    }
+
+
+def _others_pinned(folder: Any) -> Any:
+    """A data folder whose pins file holds the benchmark catalog's 35 servers, pinned under another config."""
+    import mcp_types as types
+
+    from mcp_patchbay.trust.decide import Policy, decide
+    from mcp_patchbay.trust.store import PinStore, entry_key
+
+    catalog = json.loads(CATALOG.read_text(encoding="utf-8"))
+    store = PinStore(folder / "mcp-patchbay" / "pins.json")
+    config = WORK / "another-config.json"
+    for server, listed_by in catalog.items():
+        tools = [types.Tool.model_validate(tool) for tool in listed_by["tools"]]
+        record = decide(None, tools, policy=Policy(scan="off"), now=time.time(), server=server).record
+        store.update(entry_key(config, server), lambda _, record=record: record)
+    return folder
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+
+
+def measure_commit(rev: str) -> str:
+    """Run the proxy from ``rev``'s ``src/``; its short hash."""
+    commit = _git("rev-parse", "--short", rev)
+    folder = WORK / "startup-pins-src" / commit
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit, "src"], capture_output=True, check=True, cwd=ROOT)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    use_source(folder / "src")
+    return commit
+
+
+async def pins(reps: int, commit: str) -> dict[str, Any]:
+    """The start with 10 upstreams under each pin side, ``reps`` times, the sides' order rotating."""
+    sides = pin_scenarios()
+    load_before = _load()
+    for label in ("direct", "pin hold, second start", "pin off"):  # warm caches; pins the second start's folder
+        await sides[label]()
+    samples: dict[str, list[float]] = {label: [] for label in sides}
+    labels = list(sides)
+    for rep in range(reps):
+        for label in labels[rep % len(labels) :] + labels[: rep % len(labels)]:
+            samples[label].append(await sides[label]() * 1000)
+    direct = median(samples["direct"])
+    result: dict[str, Any] = {
+        "reps": reps,
+        "load_before": load_before,
+        "load_after": _load(),
+        "commit": commit,
+        "sides": {
+            label: {
+                "median_ms": median(values),
+                "ratio": median(values) / direct,
+                "paired_ratio": median([v / d for v, d in zip(values, samples["direct"], strict=True)]),
+                "samples_ms": [round(v, 1) for v in values],
+            }
+            for label, values in samples.items()
+        },
+    }
+    log(
+        "  startup, 10 upstreams: "
+        + ", ".join(f"{k} {v['median_ms']:.0f} ms ({v['ratio']:.2f}x)" for k, v in result["sides"].items())
+        + f"; load {load_before:.2f} -> {result['load_after']:.2f}"
+    )
+    return result
+
+
+def pins_section(result: dict[str, Any], before: dict[str, Any] | None = None) -> str:
+    """The section's text: ``result``'s figures, beside ``before``'s (an earlier commit's run) when given."""
+    runs = [run for run in (before, result) if run is not None]
+
+    def cells(run: dict[str, Any], label: str) -> str:
+        side = run["sides"][label]
+        return f"{side['median_ms']:,.0f} | {side['ratio']:.2f}x ({side['paired_ratio']:.2f}x)"
+
+    head = " | ".join(f"{run['commit']}: median (ms) | against direct" for run in runs)
+    rows = "\n".join(f"| {label} | " + " | ".join(cells(run, label) for run in runs) + " |" for label in PIN_SIDES)
+    runs_text = "; ".join(
+        f"{run['commit']}: medians of {run['reps']} runs per side, load average (1 min) "
+        f"{run['load_before']:.2f} before and {run['load_after']:.2f} after"
+        for run in runs
+    )
+
+    def second_to_off(run: dict[str, Any]) -> float:
+        return run["sides"]["pin hold, second start"]["median_ms"] / run["sides"]["pin off"]["median_ms"]
+
+    second = "; ".join(f"{run['commit']} {second_to_off(run):.2f}x" for run in runs)
+    also = f" --before {result['before_file']}" if before is not None and result.get("before_file") else ""
+    return f"""## Starting with pins (issue 36)
+
+From the spawn to a complete `tools/list` with 10 bench_servers, against the ten started directly and
+listed from one client (`benchmarks.startup`'s "10 upstreams"), under each pin setting, each side with a
+data folder of its own, the sides' order rotating ({runs_text}):
+
+| side | {head} |
+| --- |{" ---: | ---: |" * len(runs)}
+{rows}
+
+Against direct: the ratio of the medians, and in brackets the median of each run's ratio to the
+direct run beside it. The second start with `pin: "hold"` against `pin: "off"`: {second}.
+"Beside other configs' pins": the ten first seen in a data folder whose pins file already holds
+another config's 35 servers (522 tools, 1.2 MB), as a user's does. Measured with
+`.venv/bin/python -m benchmarks.startup --pins --reps {result["reps"]} --commit REV --write{also}`."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--fastmcp", action="store_true")
     parser.add_argument("--timeline", action="store_true", help="only the timelines (--reps each, default 10)")
+    parser.add_argument("--pins", action="store_true", help="only the start with 10 upstreams, under each pin side")
+    parser.add_argument("--write", action="store_true", help="with --pins: write its section of docs/PERFORMANCE.md")
+    parser.add_argument("--commit", help="with --pins: run the proxy from this commit's src/")
+    parser.add_argument("--before", help="with --pins --write: an earlier run's results (JSON), shown beside")
     args = parser.parse_args()
+    if args.pins:
+        commit = measure_commit(args.commit) if args.commit else _git("rev-parse", "--short", "HEAD") + "+"
+        result = anyio.run(pins, args.reps, commit)
+        saved = WORK / f"startup-pins-{commit}.json"
+        saved.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        log(f"  saved in {saved.relative_to(ROOT)}")
+        if args.write:
+            before = json.loads(Path(args.before).read_text(encoding="utf-8")) if args.before else None
+            result["before_file"] = args.before
+            replace_section(ROOT / "docs" / "PERFORMANCE.md", "startup-pins", pins_section(result, before))
+        return
     if args.timeline:
         print(json.dumps(anyio.run(timelines, args.reps if args.reps != 5 else 10), indent=1))
         return
