@@ -141,6 +141,9 @@ class _Expression:
     """The top-level alternatives, compiled apart: ``re`` tries every alternative at every
     position, while one word-led alternative jumps to its first letters (half the time)."""
     gates: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    ascii_gates: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    """The same gates for a text in ASCII (nearly every description): their strings outside ASCII
+    left out, so a branch written in another script is passed over with no test at all."""
     """Per branch, sets of strings such that every match of it holds one string of each set
     (``_required``; none: nothing worth testing): a branch a text fails a set of is not searched
     (a substring test is some 200 times cheaper than ``re`` over the same text, and most texts fail)."""
@@ -284,6 +287,9 @@ class _Read:
     matches: dict[str, list[tuple[int, int]]] = field(default_factory=dict[str, list[tuple[int, int]]])
 
     contains: dict[str, bool] = field(default_factory=dict[str, bool])
+    ascii: bool = False
+    passed: dict[tuple[str, ...], bool] = field(default_factory=dict[tuple[str, ...], bool])
+    possible: dict[str, list[re.Pattern[str]]] = field(default_factory=dict[str, list[re.Pattern[str]]])
 
     windows: dict[tuple[str, int, int], tuple[int, int] | None] = field(
         default_factory=dict[tuple[str, int, int], tuple[int, int] | None]
@@ -324,21 +330,31 @@ class _Read:
         return first
 
     def _possible(self, expression: _Expression) -> list[re.Pattern[str]]:
-        """The branches of ``expression`` whose gates this text passes."""
-        contains, text = self.contains, self.text
+        """The branches of ``expression`` whose gates this text passes (once per text)."""
+        known = self.possible.get(expression.id)
+        if known is not None:
+            return known
+        contains, passed, text = self.contains, self.passed, self.text
         branches: list[re.Pattern[str]] = []
-        for branch, gates in zip(expression.branches, expression.gates, strict=True):
+        every = expression.ascii_gates if self.ascii else expression.gates
+        for branch, gates in zip(expression.branches, every, strict=True):
             for gate in gates:  # inline: this loop runs some 300 times a definition
-                for string in gate:
-                    has = contains.get(string)
-                    if has is None:
-                        has = contains[string] = string in text
-                    if has:
-                        break
-                else:
+                ok = passed.get(gate)
+                if ok is None:
+                    ok = False
+                    for string in gate:
+                        has = contains.get(string)
+                        if has is None:
+                            has = contains[string] = string in text
+                        if has:
+                            ok = True
+                            break
+                    passed[gate] = ok
+                if not ok:
                     break  # no string of this gate: the branch cannot match
             else:
                 branches.append(branch)
+        self.possible[expression.id] = branches
         return branches
 
     def sentence(self, start: int, end: int) -> tuple[int, int]:
@@ -439,11 +455,20 @@ class Scanner:
             self._check(found, "too-long", "length", cut, said)
         self._characters(read, found)
         # A parameter's name is read as words too: a schema can spell its instruction in one.
-        worded = [*read, *(Unit(u.where, name_words(u.text), "parameter") for u in read if u.scope == "name-parameter")]
+        worded = [
+            *read,
+            *(
+                Unit(u.where, w, "parameter")
+                for u in read
+                if u.scope == "name-parameter" and (w := name_words(u.text)) != u.text
+            ),
+        ]
         texts: dict[str, _Read] = {}
+        seen: dict[str, list[str]] = {}
         for scope, scopes in SCOPES.items():
             chosen = [u for u in worded if u.scope in scopes]
-            texts[scope] = _Read(*joined(chosen), chosen)
+            text, starts = joined(chosen, seen)
+            texts[scope] = _Read(text, starts, chosen, ascii=text.isascii())
         own = _OwnPurpose(definition, read, context.own_names.get(server, frozenset()) if context else frozenset())
         for pattern in self.patterns:
             if pattern.id not in found:
@@ -655,7 +680,9 @@ def _inside(spans: list[tuple[int, int]], window: tuple[int, int]) -> tuple[int,
 
 def _expression(expression_id: str, scope: Literal["text", "parameter"], expression: str) -> _Expression:
     branches = _branches(expression)
-    return _Expression(expression_id, scope, branches, tuple(_required(branch.pattern) for branch in branches))
+    gates = tuple(_required(branch.pattern) for branch in branches)
+    ascii_gates = tuple(tuple(tuple(t for t in gate if t.isascii()) for gate in each) for each in gates)
+    return _Expression(expression_id, scope, branches, gates, ascii_gates)
 
 
 _COMMON_WORDS = frozenset({

@@ -198,6 +198,15 @@ def _mixes_scripts(word: str) -> bool:
     return latin and any(char in LOOKALIKES for char in word)
 
 
+def _folds_to_ascii(char: str) -> bool:
+    """A compatibility form NFKC makes an ASCII letter or digit (fullwidth, mathematical letters);
+    a Thai or Korean letter NFKC spells otherwise is no disguise."""
+    if char.isascii():
+        return False
+    folded = unicodedata.normalize("NFKC", char)
+    return folded != char and folded.isascii() and folded.isalnum()
+
+
 def _confusable(char: str) -> bool:
     if char in LOOKALIKES:
         return True
@@ -215,7 +224,7 @@ def name_lookalikes(name: str) -> str | None:
     if name.isascii() and plain(name):
         return None
     folded = "".join(LOOKALIKES.get(char, char) for char in unicodedata.normalize("NFKC", name))
-    suspicious = bool(hidden_positions(name)) or unicodedata.normalize("NFKC", name) != name
+    suspicious = bool(hidden_positions(name)) or any(_folds_to_ascii(char) for char in name)
     if not suspicious:
         for word in _NAME_WORD.findall(name):
             if word.isascii():
