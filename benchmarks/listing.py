@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import mcp_types as types  # noqa: E402
 
-from mcp_patchbay.catalog import Source, build_catalog  # noqa: E402
+from mcp_patchbay.catalog.merge import Source, build_catalog  # noqa: E402
 from mcp_patchbay.config import Settings  # noqa: E402
-from mcp_patchbay.exposure import Exposure, listing_cost  # noqa: E402
+from mcp_patchbay.session.exposure import Exposure, listing_cost  # noqa: E402
 
 
 def load(path: Path) -> tuple[list[Source], dict[str, str | None]]:

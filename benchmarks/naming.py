@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from mcp_patchbay.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.catalog.naming import NameEntry, Resolver, build_names
 
 SERVER_WORDS = [
     "filesystem", "github", "gitlab", "memory", "slack", "jira", "confluence", "postgres", "sqlite", "redis",

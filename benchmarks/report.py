@@ -193,25 +193,24 @@ import importlib.util, inspect, json, sys
 from pathlib import Path
 import anyio
 out = {"own_stdio": any(importlib.util.find_spec(f"mcp_patchbay.{m}") for m in ("client_wire", "downstream"))}
-out["raw_upstream"] = importlib.util.find_spec("mcp_patchbay.rawcalls") is not None
-out["client_lane"] = importlib.util.find_spec("mcp_patchbay.lane") is not None
+out["raw_upstream"] = importlib.util.find_spec("mcp_patchbay.fastpath.pipe_calls") is not None
+out["client_lane"] = importlib.util.find_spec("mcp_patchbay.fastpath.stdio_calls") is not None
 try:
-    import mcp_patchbay.server
+    import mcp_patchbay.session.proxy
     out["lazy_jsonschema"] = "jsonschema" not in sys.modules
-    from mcp_patchbay import spawn
+    from mcp_patchbay.upstreams import spawn
     out["early_spawn"] = hasattr(spawn, "early")
 except Exception:
     out["lazy_jsonschema"] = out["early_spawn"] = None
 try:
-    from mcp_patchbay import policies
+    from mcp_patchbay.calls import policies
     out["bulkhead_nowait"] = "acquire_nowait" in inspect.getsource(policies.with_bulkhead)
 except Exception:
     out["bulkhead_nowait"] = None
 try:
     from mcp.server._otel import OpenTelemetryMiddleware
     from mcp_patchbay.config import load_config
-    from mcp_patchbay.server import Proxy
-
+    from mcp_patchbay.session.proxy import Proxy
     async def main():
         proxy = Proxy(load_config(Path(sys.argv[1])))
         return any(isinstance(m, OpenTelemetryMiddleware) for m in proxy.server.middleware)

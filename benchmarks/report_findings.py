@@ -266,7 +266,8 @@ RULES: list[Rule] = [
     Rule(
         "findings",
         ("st_client_lane", "st_sdk_dispatch", "feat_client_lane"),
-        "**The client-side lane** (`mcp_patchbay.lane`, a tools/call served without the SDK's dispatcher) is "
+        "**The client-side lane** (`mcp_patchbay.fastpath.stdio_calls`, a tools/call served without the SDK's "
+        "dispatcher) is "
         "{st_client_lane:.0f}% of the proxy's GIL time (inclusive); the SDK's request dispatch, which still "
         "serves the handshake and tools/list, {st_sdk_dispatch:.0f}%.",
         lambda f: bool(f["feat_client_lane"]),
@@ -281,7 +282,7 @@ RULES: list[Rule] = [
     Rule(
         "findings",
         ("st_raw_lane", "feat_raw_upstream"),
-        "**The raw lane to stdio upstreams** (`mcp_patchbay.rawcalls`, the request line written to the "
+        "**The raw lane to stdio upstreams** (`mcp_patchbay.fastpath.pipe_calls`, the request line written to the "
         "upstream's pipe directly) is {st_raw_lane:.0f}% of the proxy's GIL time (inclusive).",
         lambda f: bool(f["feat_raw_upstream"]),
     ),

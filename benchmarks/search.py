@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "search_data"
 sys.path.insert(0, str(ROOT / "src"))
 
-from mcp_patchbay.naming import build_names  # noqa: E402
+from mcp_patchbay.catalog.naming import build_names  # noqa: E402
 from mcp_patchbay.search import IndexedTool, ToolIndex, render_answer  # noqa: E402
 from mcp_patchbay.search.meaning import Meaning  # noqa: E402
 

@@ -221,7 +221,7 @@ IMPORTS = {
     "interpreter only (python -c pass)": "pass",
     "what bench_server imports (mcp low-level Server + stdio)": "import mcp.server.lowlevel.server, mcp.server.stdio",
     "what the proxy imports to serve": (
-        "import mcp_patchbay.cli, mcp_patchbay.server, mcp_patchbay.watch, mcp.server.stdio"
+        "import mcp_patchbay.cli, mcp_patchbay.session.proxy, mcp_patchbay.config.watch, mcp.server.stdio"
     ),
 }
 

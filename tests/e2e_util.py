@@ -38,8 +38,8 @@ from benchmarks.processes import pids, stat_fields
 from mcp import Client
 
 from mcp_patchbay.config import Config, parse_config
-from mcp_patchbay.server import Proxy
-from mcp_patchbay.upstream import Upstream
+from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.upstreams.upstream import Upstream
 from tests.harness import proxy_transport
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.sdk import connection_of, send_raw
+from mcp_patchbay.session.sdk import connection_of, send_raw
 from mcp_patchbay.tasks.records import iso
 
 RELATED = "io.modelcontextprotocol/related-task"

@@ -28,7 +28,7 @@ from mcp_patchbay.activity.wiring import keep_log
 from mcp_patchbay.activity.writer import ActivityWriter
 from mcp_patchbay.cli import trust
 from mcp_patchbay.config import Config
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.trust.decide import Held
 from mcp_patchbay.trust.store import PinStore
 from tests.harness import (
@@ -407,7 +407,7 @@ def test_no_part_of_the_log_is_loaded_on_the_stdio_start_path(tmp_path: Path) ->
             answers = [json.loads(process.stdout.readline()) for _ in range(3)]
             assert [answer["id"] for answer in answers] == [1, 2, 3]
             imported = (tmp_path / "stderr").read_text()
-            assert "mcp_patchbay.server" in imported  # the serving path was imported, and traced
+            assert "mcp_patchbay.session.proxy" in imported  # the serving path was imported, and traced
             assert "mcp_patchbay.activity" not in imported and "sqlite3" not in imported
         finally:
             process.kill()

@@ -137,7 +137,6 @@ import time
 from pathlib import Path
 from mcp_patchbay.activity.rows import ActivityRow
 from mcp_patchbay.activity.writer import ActivityWriter
-
 path, label, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 writer = ActivityWriter(path=path, linger=0.0, bound=count + 1).start()
 print("ready", flush=True)

@@ -13,7 +13,7 @@ from mcp.client import advertise
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.capabilities import APP_MIME_TYPE, APPS_EXTENSION
+from mcp_patchbay.session.capabilities import APP_MIME_TYPE, APPS_EXTENSION
 from tests.harness import MemoryUpstreams, config_from, connected, error_info, result_text, text
 
 pytestmark = pytest.mark.anyio
@@ -229,7 +229,7 @@ async def test_an_apps_call_by_its_servers_own_name_is_not_logged_as_a_mistake(
     name is still told at INFO."""
     config = config_from({"monitor": {"command": "x"}})
     async with connected(config, MemoryUpstreams({"monitor": _monitor()})) as (_, client):
-        with caplog.at_level(logging.INFO, logger="mcp_patchbay.server"):
+        with caplog.at_level(logging.INFO, logger="mcp_patchbay.calls.path"):
             await client.call_tool("poll-system-stats", {})
             await client.call_tool("monitor.get-system-info", {})
     told = [record.getMessage() for record in caplog.records if "resolved tool name" in record.getMessage()]

@@ -1,4 +1,4 @@
-"""Tool arguments checked against inputSchema, in words a model can act on (mcp_patchbay.arguments)."""
+"""Tool arguments checked against inputSchema, in words a model can act on (mcp_patchbay.catalog.arguments)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_patchbay.arguments import MAX_PROBLEMS, ArgumentChecker
+from mcp_patchbay.catalog.arguments import MAX_PROBLEMS, ArgumentChecker
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"

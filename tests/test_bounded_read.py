@@ -22,8 +22,8 @@ import pytest
 from mcp_patchbay import cli
 from mcp_patchbay.bounded_read import FileRefused, read_bytes, read_config
 from mcp_patchbay.config import ConfigError, load_config
-from mcp_patchbay.early_handshake import _search_listing  # pyright: ignore[reportPrivateUsage]
-from mcp_patchbay.spawn import EARLY_MARK, early
+from mcp_patchbay.upstreams.spawn import EARLY_MARK, early
+from mcp_patchbay.wire.early_handshake import _search_listing  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and sockets as POSIX has them"),
@@ -150,15 +150,15 @@ def test_the_starts_before_the_config_check_decline_such_a_path(
 def test_every_reader_of_a_named_file_refuses_a_fifo_without_waiting(
     fifo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_patchbay import start_memory
     from mcp_patchbay.cli import calling, secret
     from mcp_patchbay.cli.options import UsageError
     from mcp_patchbay.clients import reading
     from mcp_patchbay.clients.files import read_bytes as client_file
     from mcp_patchbay.clients.records import load_records
-    from mcp_patchbay.listing_cache import ListingCache
     from mcp_patchbay.oauth.store import TokenStore
     from mcp_patchbay.trust.store import PinStore, PinsUnreadable
+    from mcp_patchbay.upstreams import start_memory
+    from mcp_patchbay.upstreams.listing_cache import ListingCache
 
     named = "not a regular file (a FIFO (named pipe))"
     # The proxy's own data files: no cache, no sign-in, no memory; the pins file is reported.

@@ -11,8 +11,8 @@ import mcp_types as types
 import pytest
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.catalog import Catalog
-from mcp_patchbay.exposure import Exposure, reach
+from mcp_patchbay.catalog.merge import Catalog
+from mcp_patchbay.session.exposure import Exposure, reach
 from tests.harness import (
     FakeTool,
     MemoryUpstreams,
@@ -75,7 +75,7 @@ def test_call_tool_is_destructive_only_when_a_tool_it_reaches_may_be() -> None:
     without destroying does not make call_tool destructive; only readers make it read-only."""
 
     def catalog(*annotations: types.ToolAnnotations | None) -> Catalog:
-        from mcp_patchbay.catalog import CatalogTool
+        from mcp_patchbay.catalog.merge import CatalogTool
 
         built = Catalog()
         for number, annotated in enumerate(annotations):

@@ -20,8 +20,8 @@ from mcp.client import advertise
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.capabilities import APP_MIME_TYPE, APPS_EXTENSION, GATEWAY_OFFER, refusal
-from mcp_patchbay.sdk import OfferingSession
+from mcp_patchbay.session.capabilities import APP_MIME_TYPE, APPS_EXTENSION, GATEWAY_OFFER, refusal
+from mcp_patchbay.session.sdk import OfferingSession
 from tests.harness import (
     FakeTool,
     MemoryUpstreams,

@@ -20,9 +20,9 @@ import anyio
 import pytest
 
 from mcp_patchbay import cli
-from mcp_patchbay.client_limits import CLIENT_LIMITS, name_budget, over_limits
+from mcp_patchbay.catalog.client_quirks import CLIENT_LIMITS, name_budget, over_limits
+from mcp_patchbay.catalog.naming import MIN_MAX_LENGTH
 from mcp_patchbay.config import ConfigError, parse_config
-from mcp_patchbay.naming import MIN_MAX_LENGTH
 from tests.e2e_util import SERVERS
 from tests.test_shutdown import proxy
 

@@ -15,8 +15,8 @@ import mcp_types as types
 import pytest
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.availability import State
 from mcp_patchbay.cli import tools
+from mcp_patchbay.upstreams.availability import State
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, text, until
 
 pytestmark = pytest.mark.anyio

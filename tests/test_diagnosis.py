@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mcp_patchbay.availability import State
 from mcp_patchbay.config import ServerEntry, parse_config
-from mcp_patchbay.diagnosis import diagnose
-from mcp_patchbay.errors import Code, NotDelivered, UpstreamError
+from mcp_patchbay.errors.tree import Code, NotDelivered, UpstreamError
+from mcp_patchbay.upstreams.availability import State
+from mcp_patchbay.upstreams.diagnosis import diagnose
 
 
 def for_person(*args: Any, **kwargs: Any) -> str:

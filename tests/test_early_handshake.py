@@ -19,7 +19,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.config import parse_config
-from mcp_patchbay.early_handshake import HANDSHAKE_VERSIONS, EarlyHandshake, Handover, initialize_answer
+from mcp_patchbay.wire.early_handshake import HANDSHAKE_VERSIONS, EarlyHandshake, Handover, initialize_answer
 from tests.harness import MemoryUpstreams, config_from, proxy_transport, running_proxy
 
 pytestmark = pytest.mark.anyio
@@ -88,9 +88,9 @@ def test_a_listing_that_changed_since_it_was_given_is_followed_by_list_changed()
 def test_the_early_search_listing_is_the_proxys_own() -> None:
     """What early_handshake lists in search mode equals what the proxy lists once the SDK is up
     and no upstream has answered yet (exposure builds its tools from the same own_tools)."""
-    from mcp_patchbay.catalog import Catalog
-    from mcp_patchbay.exposure import Exposure
-    from mcp_patchbay.own_tools import early_search_listing
+    from mcp_patchbay.catalog.merge import Catalog
+    from mcp_patchbay.session.exposure import Exposure
+    from mcp_patchbay.session.own_tools import early_search_listing
 
     document: dict[str, Any] = {
         "mcpServers": {"github": {"command": "x"}, "off": {"command": "x", "disabled": True}},
@@ -110,8 +110,8 @@ def test_the_early_search_listing_is_the_proxys_own() -> None:
 def test_auto_mode_answers_early_when_the_last_start_of_the_file_was_over_the_threshold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_patchbay import start_memory
-    from mcp_patchbay.own_tools import early_search_listing
+    from mcp_patchbay.session.own_tools import early_search_listing
+    from mcp_patchbay.upstreams import start_memory
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     config = tmp_path / "patchbay.json"
@@ -133,7 +133,7 @@ def test_auto_mode_answers_early_when_the_last_start_of_the_file_was_over_the_th
     [{}, {"expose": "auto"}, {"expose": "search", "status_tool": True}, {"expose": "search", "separator": "::"}],
 )
 def test_no_early_listing_unless_the_config_alone_says_what_it_is(patchbay: dict[str, Any]) -> None:
-    from mcp_patchbay.own_tools import early_search_listing
+    from mcp_patchbay.session.own_tools import early_search_listing
 
     assert early_search_listing({"mcpServers": {"a": {"command": "x"}}, "patchbay": patchbay}) is None
     always = {"mcpServers": {"a": {"command": "x", "tools": {"always_list": ["*"]}}}, "patchbay": {"expose": "search"}}

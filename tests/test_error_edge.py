@@ -17,7 +17,8 @@ from mcp.client.auth.exceptions import OAuthTokenError
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from mcp_patchbay.errors import (
+from mcp_patchbay.errors.foreign import HTTP_STATUS_KEY, RETRY_AFTER_KEY, most_telling, translate, translated
+from mcp_patchbay.errors.tree import (
     ClientError,
     Code,
     NotDelivered,
@@ -27,7 +28,6 @@ from mcp_patchbay.errors import (
     refusal_data,
     result_values,
 )
-from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY, RETRY_AFTER_KEY, most_telling, translate, translated
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

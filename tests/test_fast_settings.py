@@ -12,7 +12,7 @@ import pytest
 
 from mcp_patchbay.config import Settings
 from mcp_patchbay.config.gateway import GatewaySettings
-from mcp_patchbay.jsonrpc import Bounds
+from mcp_patchbay.wire.jsonrpc import Bounds
 from tests.harness import result_text
 from tests.test_gateway_fastpath import Remote, client, gateway_before, lane_of
 

@@ -28,8 +28,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.policies import BreakerState
-from mcp_patchbay.upstream import State
+from mcp_patchbay.calls.policies import BreakerState
+from mcp_patchbay.upstreams.upstream import State
 from tests.e2e_util import (
     SECRET,
     ProcessRecord,

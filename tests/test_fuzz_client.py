@@ -47,8 +47,8 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 from mcp_types.methods import SPEC_CLIENT_METHODS
 
-from mcp_patchbay.errors import Code
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.errors.tree import Code
+from mcp_patchbay.session.proxy import Proxy
 from tests.harness import (
     FakeTool,
     MemoryUpstreams,

@@ -294,7 +294,7 @@ def test_refuses_to_serve_beyond_loopback_without_sign_in() -> None:
 
 
 def test_lists_are_in_a_deterministic_order_whatever_the_upstreams_order() -> None:
-    from mcp_patchbay.catalog import Source, build_catalog
+    from mcp_patchbay.catalog.merge import Source, build_catalog
 
     def tool(name: str) -> types.Tool:
         return types.Tool(name=name, input_schema={"type": "object"})

@@ -153,7 +153,7 @@ async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no
     """Issue 20: one session's unread GET stream grew memory without bound (a task per
     upstream notice, each waiting on it), was never reaped, and stopped tools/list_changed
     for every other session."""
-    caplog.set_level(logging.WARNING, "mcp_patchbay.outbox")
+    caplog.set_level(logging.WARNING, "mcp_patchbay.session.outbox")
     feed = Feed()
     config = gateway_config({"send_timeout": 0.5, "max_queued_messages": 64})
     told = anyio.Event()
@@ -176,7 +176,10 @@ async def test_a_session_that_never_reads_its_get_stream_is_closed_and_delays_no
             ):
                 await normal.list_tools()
                 tasks_before = len(asyncio.all_tasks())
-                with anyio.fail_after(10), logged("mcp_patchbay.outbox", f"closing session {session}") as closing:
+                with (
+                    anyio.fail_after(10),
+                    logged("mcp_patchbay.session.outbox", f"closing session {session}") as closing,
+                ):
                     # 2,000 updates of 8 KB (16 MB) for a client that reads none of them.
                     await normal.call_tool("notes__burst", {"updates": 2000})
                     await told.wait()  # the other session hears of the change all the same
@@ -464,7 +467,7 @@ async def test_a_members_roots_change_reaches_no_upstream() -> None:
     async with running(config, servers) as (_, base):
         async with client(base, token=BOB, list_roots_callback=roots) as bob:
             for _ in range(5):
-                with logged("mcp_patchbay.passthrough", "not passed on") as handled:
+                with logged("mcp_patchbay.session.passthrough", "not passed on") as handled:
                     await bob.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
                     with anyio.fail_after(5):
                         await handled.wait()

@@ -29,11 +29,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config, parse_config
-from mcp_patchbay.gateway import fastpath
+from mcp_patchbay.fastpath import gateway_calls as fastpath
+from mcp_patchbay.fastpath import http1
+from mcp_patchbay.fastpath import http_calls as http_lane
+from mcp_patchbay.fastpath.http_calls import HttpLane
 from mcp_patchbay.gateway.app import Gateway
-from mcp_patchbay.jsonrpc import Bounds
-from mcp_patchbay.transports import http1, http_lane
-from mcp_patchbay.transports.http_lane import HttpLane
+from mcp_patchbay.wire.jsonrpc import Bounds
 from tests.e2e_util import proxy_rig
 from tests.harness import FakeTool, make_server, result_text, text
 from tests.servers.http_fault_server import HttpFaults, serving

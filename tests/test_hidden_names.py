@@ -21,12 +21,12 @@ import pytest
 from mcp import Client
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.catalog import Source, build_catalog
+from mcp_patchbay.catalog.merge import Source, build_catalog
 from mcp_patchbay.config.models import ToolFilter
-from mcp_patchbay.errors import ClientError, Code, UpstreamError
+from mcp_patchbay.errors.tree import ClientError, Code, UpstreamError
 from mcp_patchbay.gateway.access import Access, Grant
-from mcp_patchbay.server import Proxy
-from mcp_patchbay.status import StatusRegistry, Viewer
+from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.session.status import StatusRegistry, Viewer
 from tests.harness import FakeTool, MemoryUpstreams, config_from, error_info, make_server, proxy_transport, text
 
 pytestmark = pytest.mark.anyio
@@ -210,7 +210,7 @@ def test_a_listing_that_repeats_tool_names_is_logged_once_with_a_few_names(caplo
     repeated = tuple(types.Tool(name=f"t{i}", input_schema={"type": "object"}) for i in range(8))
     listing = (tool, tool.model_copy(update={"description": "second"}), *repeated, *repeated)
     sources = [Source("dupes-server", tools=listing), Source("clean", tools=(tool,))]
-    with caplog.at_level(logging.WARNING, logger="mcp_patchbay.catalog"):
+    with caplog.at_level(logging.WARNING, logger="mcp_patchbay.catalog.merge"):
         catalog = build_catalog(sources, separator="__", max_length=64, validate_arguments=False)
         build_catalog(sources, separator="__", max_length=64, validate_arguments=False)  # the same listing
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -219,7 +219,7 @@ def test_a_listing_that_repeats_tool_names_is_logged_once_with_a_few_names(caplo
     assert "'clean'" not in warnings[0]
     assert catalog.by_exposed["dupes-server__twice"].definition.description is None  # the first one is kept
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="mcp_patchbay.catalog"):
+    with caplog.at_level(logging.WARNING, logger="mcp_patchbay.catalog.merge"):
         build_catalog(
             [Source("dupes-server", tools=list(listing))], separator="__", max_length=64, validate_arguments=False
         )  # listed again

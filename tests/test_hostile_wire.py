@@ -32,8 +32,8 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from mcp_patchbay.config.settings import Settings
-from mcp_patchbay.errors import Code
-from mcp_patchbay.jsonrpc import Bounds, LineSplitter, Overlong, deeper_than, peek_envelope
+from mcp_patchbay.errors.tree import Code
+from mcp_patchbay.wire.jsonrpc import Bounds, LineSplitter, Overlong, deeper_than, peek_envelope
 from tests.e2e_util import SERVERS, Rig, proxy_rig
 from tests.servers.http_fault_server import HttpFaults, serving
 
@@ -441,7 +441,7 @@ async def test_http_upstream_answer_under_the_limit_but_over_one_mib_is_served(t
 async def test_http_bodies_the_sdk_reads_whole_are_cut_at_the_limit(content_type: str) -> None:
     """A JSON answer, a sign-in's metadata or token answer, an error page: every body but an SSE
     stream is refused once past max_message_bytes, as it streams, instead of being read whole."""
-    from mcp_patchbay.transports.http import MessageTooLarge, capped
+    from mcp_patchbay.upstreams.transports.http import MessageTooLarge, capped
 
     sent: list[int] = []
 
@@ -461,7 +461,7 @@ async def test_http_bodies_the_sdk_reads_whole_are_cut_at_the_limit(content_type
 
 
 def test_a_tool_listing_without_schema_types_is_repaired_and_named() -> None:
-    from mcp_patchbay.jsonrpc import first_names, untyped_tool_schemas
+    from mcp_patchbay.wire.jsonrpc import first_names, untyped_tool_schemas
 
     result = {
         "tools": [
@@ -500,7 +500,7 @@ def test_an_http_links_listing_without_schema_types_is_repaired_before_the_sessi
     such a listing, so the link's step is tested here and the stdio link end to end above)."""
     from mcp.shared.message import SessionMessage
 
-    from mcp_patchbay.transports.http import typed_schemas
+    from mcp_patchbay.upstreams.transports.http import typed_schemas
 
     listing = {"tools": [{"name": "untyped", "inputSchema": {"$schema": "x"}}]}
     message = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=3, result=listing))

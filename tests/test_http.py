@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from mcp_patchbay.upstream import State
+from mcp_patchbay.upstreams.upstream import State
 from tests.e2e_util import NODE_MODULES, SERVERS, Rig, Timed, assert_clean_model_text, proxy_rig, wait_gone
 from tests.servers.http_fault_server import HttpFaults, serving
 

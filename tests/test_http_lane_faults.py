@@ -16,11 +16,12 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.errors import ClientError, Code
-from mcp_patchbay.foreign_errors import http_status_of
-from mcp_patchbay.jsonrpc import Bounds
-from mcp_patchbay.transports import http1, http_lane
-from mcp_patchbay.transports.http_lane import HttpLane
+from mcp_patchbay.errors.foreign import http_status_of
+from mcp_patchbay.errors.tree import ClientError, Code
+from mcp_patchbay.fastpath import http1
+from mcp_patchbay.fastpath import http_calls as http_lane
+from mcp_patchbay.fastpath.http_calls import HttpLane
+from mcp_patchbay.wire.jsonrpc import Bounds
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcp_patchbay.jsonrpc import encode, loads
+from mcp_patchbay.wire.jsonrpc import encode, loads
 
 
 def old_encode(message: dict[str, Any]) -> bytes:

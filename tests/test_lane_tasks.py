@@ -13,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from mcp_patchbay.lane import CallLane
+from mcp_patchbay.fastpath.stdio_calls import CallLane
 from tests.test_lanes import Client, call, handshake
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +58,7 @@ async def test_a_call_that_raises_is_logged_and_the_next_is_served(caplog: pytes
 
     lane = CallLane(run_tool)
     client = Client()
-    with anyio.fail_after(5), caplog.at_level(logging.ERROR, logger="mcp_patchbay.lane"):
+    with anyio.fail_after(5), caplog.at_level(logging.ERROR, logger="mcp_patchbay.fastpath.stdio_calls"):
         async with lane.serving(client.send):
             handshake(lane)
             assert lane.offer(call(1, name="bad"))

@@ -14,8 +14,8 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.lane import CallLane
-from mcp_patchbay.rawcalls import RawCalls
+from mcp_patchbay.fastpath.pipe_calls import RawCalls
+from mcp_patchbay.fastpath.stdio_calls import CallLane
 
 pytestmark = pytest.mark.anyio  # on asyncio (conftest): RawCalls waits on asyncio futures, as the proxy does
 

@@ -21,12 +21,12 @@ from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
-from mcp_patchbay.availability import State
 from mcp_patchbay.config import Config, StdioSpec, load_config
-from mcp_patchbay.listing import Listing
-from mcp_patchbay.listing_cache import Cached, ListingCache, launch_key
-from mcp_patchbay.server import Proxy
-from mcp_patchbay.spawn import EARLY_MARK, discard, early, starts_now
+from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.upstreams.availability import State
+from mcp_patchbay.upstreams.listing import Listing
+from mcp_patchbay.upstreams.listing_cache import Cached, ListingCache, launch_key
+from mcp_patchbay.upstreams.spawn import EARLY_MARK, discard, early, starts_now
 from tests.harness import (
     FakeTool,
     GatedUpstreams,
@@ -356,7 +356,7 @@ def test_the_cache_key_is_what_launches_the_server() -> None:
 async def test_a_corrupt_cache_is_no_cache(data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     _write(_cache_file(data_dir), "{not json")
     config = config_from({"notes": _lazy()})
-    with caplog.at_level(logging.WARNING, "mcp_patchbay.listing_cache"):
+    with caplog.at_level(logging.WARNING, "mcp_patchbay.upstreams.listing_cache"):
         upstreams = MemoryUpstreams({"notes": _notes()})
         async with connected(config, upstreams) as (proxy, _):
             await until(lambda: proxy.supervisor.upstreams["notes"].state is State.NOT_STARTED)
@@ -381,7 +381,7 @@ async def test_an_invalid_record_is_dropped_and_the_server_learns_again(data_dir
 
 
 async def test_the_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_patchbay import listing_cache
+    from mcp_patchbay.upstreams import listing_cache
 
     monkeypatch.setattr(listing_cache, "MAX_RECORDS", 2)
     cache = ListingCache(tmp_path / "listings.json")
@@ -479,7 +479,7 @@ def _config_md_example() -> str:
 
 async def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> None:
     from mcp_patchbay.config import parse_config
-    from mcp_patchbay.on_demand import Demand
+    from mcp_patchbay.upstreams.on_demand import Demand
 
     config = parse_config(_config_md_example(), Path("/virtual/patchbay.json"), {})
     assert (config.settings.start, config.settings.idle_stop) == ("lazy", 1800)
@@ -492,7 +492,7 @@ async def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says
 
 
 def test_a_person_is_told_a_lazy_or_idle_server_is_fine() -> None:
-    from mcp_patchbay.diagnosis import diagnose
+    from mcp_patchbay.upstreams.diagnosis import diagnose
 
     entry = config_from({"notes": _lazy()}).servers[0]
     for state, label in ((State.NOT_STARTED, "not started"), (State.IDLE, "stopped idle")):

@@ -1,4 +1,4 @@
-"""Exposed names, resolution of mistaken names, and suggestions (mcp_patchbay.naming)."""
+"""Exposed names, resolution of mistaken names, and suggestions (mcp_patchbay.catalog.naming)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_patchbay.naming import NAME_CHARS, NameEntry, Resolution, Resolver, build_names, normalize, sanitize
+from mcp_patchbay.catalog.naming import NAME_CHARS, NameEntry, Resolution, Resolver, build_names, normalize, sanitize
 
 CATALOG: dict[str, list[str]] = {
     "filesystem": [

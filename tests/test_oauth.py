@@ -19,7 +19,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 
 from mcp_patchbay.cli import UsageError, parse_options
 from mcp_patchbay.config import OAuthSettings, parse_config
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors.tree import Code, UpstreamError
 from mcp_patchbay.oauth.loopback import loopback
 from mcp_patchbay.oauth.provider import UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore, file_for
@@ -368,8 +368,8 @@ def test_a_404_that_names_the_method_is_not_a_lost_session() -> None:
     import mcp_types as types
     from mcp.shared.message import SessionMessage
 
-    from mcp_patchbay.foreign_errors import HTTP_STATUS_KEY
-    from mcp_patchbay.transports.http import HttpStatuses
+    from mcp_patchbay.errors.foreign import HTTP_STATUS_KEY
+    from mcp_patchbay.upstreams.transports.http import HttpStatuses
 
     async def stamped(code: int, message: str, session: bool) -> types.ErrorData:
         statuses = HttpStatuses()

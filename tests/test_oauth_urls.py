@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_patchbay.config import RemoteSpec, Settings, parse_config
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors.tree import Code, UpstreamError
 from mcp_patchbay.oauth import signin
 from mcp_patchbay.oauth.gate import SignInGate
 from mcp_patchbay.oauth.provider import UpstreamAuth

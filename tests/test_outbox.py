@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp.server.connection import Connection
 
-from mcp_patchbay.outbox import WARNINGS_PER_MINUTE, Outboxes
+from mcp_patchbay.session.outbox import WARNINGS_PER_MINUTE, Outboxes
 from tests.harness import until
 
 pytestmark = pytest.mark.anyio
@@ -110,7 +110,7 @@ async def test_a_session_that_does_not_read_is_ended_by_send_timeout_or_by_its_q
 async def test_sessions_ended_for_not_reading_cannot_flood_the_log(caplog: pytest.LogCaptureFixture) -> None:
     """An attacker that opens stuck sessions one after another got a WARNING each (885 a
     minute measured): past WARNINGS_PER_MINUTE they are DEBUG, and the next WARNING counts them."""
-    caplog.set_level(logging.DEBUG, "mcp_patchbay.outbox")
+    caplog.set_level(logging.DEBUG, "mcp_patchbay.session.outbox")
     clock = Clock()
     outboxes = Outboxes(send_timeout=5, max_queued=1, end_session=None, clock=clock)
     async with anyio.create_task_group() as tg:

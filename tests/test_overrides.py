@@ -1,7 +1,7 @@
 """Overrides (issue 24): what the model sees of a tool or prompt, shaped by the user in the server's entry.
 
 The file's ``tools.overrides`` and ``prompts.overrides`` read strictly (``config.overrides``); the
-changed definitions built from a server's listing (``mcp_patchbay.overrides``, pure); and through
+changed definitions built from a server's listing (``mcp_patchbay.catalog.overrides``, pure); and through
 the proxy, in memory: the listing, calls reaching the upstream with its own names and fixed
 values, the old names resolving, search, prompts, the mistakes only a listing shows, reloads.
 """
@@ -19,11 +19,11 @@ import mcp_types as types
 import pytest
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.catalog import Source, build_catalog
+from mcp_patchbay.catalog.merge import Source, build_catalog
+from mcp_patchbay.catalog.overrides import change_tools
 from mcp_patchbay.config import ConfigError, ToolOverride, parse_config
 from mcp_patchbay.config.models import STRICT_MODEL
 from mcp_patchbay.config.overrides import _STRICT  # pyright: ignore[reportPrivateUsage]
-from mcp_patchbay.overrides import change_tools
 from tests.harness import FakeTool, MemoryUpstreams, connected, error_info, make_server, result_text, until
 
 CFG = Path("/etc/patchbay/patchbay.json")
@@ -332,7 +332,7 @@ def test_a_skipped_override_is_logged_once_per_listing_with_the_file(caplog: pyt
     entry = config.servers[0]
     listing = (_tool(),)
     source = Source("github", tools=listing, tool_filter=entry.spec.tools, spec=entry.spec)
-    caplog.set_level(logging.WARNING, logger="mcp_patchbay.catalog")
+    caplog.set_level(logging.WARNING, logger="mcp_patchbay.catalog.merge")
     for _ in range(3):
         catalog = build_catalog([source], separator="__", max_length=48, validate_arguments=True, config_path=CFG)
         assert len(catalog.remarks) == 1
@@ -545,7 +545,7 @@ def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> 
 def test_a_rebuild_for_the_same_listing_and_entry_does_not_apply_the_overrides_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import mcp_patchbay.catalog as catalog_module
+    import mcp_patchbay.catalog.merge as catalog_module
 
     applied: list[str] = []
     real = catalog_module.change_tools

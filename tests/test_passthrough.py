@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
 
 from mcp_patchbay.config import load_config
-from mcp_patchbay.watch import watch_config
+from mcp_patchbay.config.watch import watch_config
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, logged, make_server, result_text, text
 
 pytestmark = pytest.mark.anyio
@@ -315,7 +315,7 @@ async def test_config_reload_adds_removes_and_keeps_servers(tmp_path: Path) -> N
             assert upstreams.connects["alpha"] == 1
 
             rejected = anyio.Event()
-            watch_log = logging.getLogger("mcp_patchbay.watch")
+            watch_log = logging.getLogger("mcp_patchbay.config.watch")
             handler = _OnRecord("config change ignored", rejected.set)
             watch_log.addHandler(handler)
             try:
@@ -395,7 +395,7 @@ async def test_a_roots_change_reaches_the_upstreams_offered_roots_and_none_when_
     assert sorted(heard) == ["alpha", "beta"]
 
     heard.clear()
-    with logged("mcp_patchbay.passthrough", "passed to no server") as handled:
+    with logged("mcp_patchbay.session.passthrough", "passed to no server") as handled:
         async with connected(config, servers()) as (_, client):  # no roots declared: none offered upstream
             await client.list_tools()
             await client.send_roots_list_changed()  # pyright: ignore[reportDeprecated]

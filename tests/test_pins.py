@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 
 from mcp_patchbay.config.settings import Settings
-from mcp_patchbay.errors import MAX_MODEL_TEXT, Category, Code, result_values, tool_changed
+from mcp_patchbay.errors.tree import MAX_MODEL_TEXT, Category, Code, result_values, tool_changed
 from mcp_patchbay.trust.decide import Policy, ServerPins, approve, decide
 from mcp_patchbay.trust.diff import definition_diff
 from mcp_patchbay.trust.fingerprint import definition_of, fingerprint

@@ -8,9 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_patchbay.deadlines import Deadline
-from mcp_patchbay.errors import ClientError, Code, NotDelivered, SessionExpired, UpstreamError
-from mcp_patchbay.policies import (
+from mcp_patchbay.calls.deadlines import Deadline
+from mcp_patchbay.calls.policies import (
     BreakerState,
     Bulkhead,
     CircuitBreaker,
@@ -22,6 +21,7 @@ from mcp_patchbay.policies import (
     with_breaker,
     with_retry,
 )
+from mcp_patchbay.errors.tree import ClientError, Code, NotDelivered, SessionExpired, UpstreamError
 
 pytestmark = pytest.mark.anyio
 
@@ -275,7 +275,7 @@ async def test_timeouts_trip_the_breaker() -> None:
 async def test_overlapping_elicitations_keep_a_deadline_paused_until_the_last_ends() -> None:
     """Two elicitations from one upstream: the first to end resumed every deadline while the
     person was still answering the second."""
-    from mcp_patchbay.deadlines import DeadlineSet
+    from mcp_patchbay.calls.deadlines import DeadlineSet
 
     now = [0.0]
     deadline = Deadline(1.0, 10.0, lambda: now[0])

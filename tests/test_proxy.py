@@ -211,7 +211,7 @@ async def test_an_upstream_that_never_answers_does_not_block_past_startup_wait()
 def _silent_link() -> Any:
     from contextlib import asynccontextmanager
 
-    from mcp_patchbay.transports import Link
+    from mcp_patchbay.upstreams.transports import Link
 
     @asynccontextmanager
     async def link() -> AsyncIterator[Any]:
@@ -429,7 +429,7 @@ async def test_missing_working_directory_is_named_as_such(tmp_path: Any) -> None
     """Regression: a missing cwd was reported as a missing command."""
     from mcp import Client
 
-    from mcp_patchbay.server import Proxy
+    from mcp_patchbay.session.proxy import Proxy
 
     config = config_from({"ghost": {"command": "python3", "cwd": str(tmp_path / "nope")}})
     proxy = Proxy(config)  # no connector: a real spawn, to reach the OS

@@ -17,9 +17,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
-from mcp_patchbay.errors import Code
-from mcp_patchbay.foreign_errors import translate
-from mcp_patchbay.transports.http import HttpStatuses
+from mcp_patchbay.errors.foreign import translate
+from mcp_patchbay.errors.tree import Code
+from mcp_patchbay.upstreams.transports.http import HttpStatuses
 from tests.harness import (
     FakeTool,
     GatedUpstreams,

@@ -21,9 +21,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config
-from mcp_patchbay.request_state import AUDIENCE, state_security
-from mcp_patchbay.rounds import EXPIRED_MESSAGE, Exchange, Rounds
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.session.request_state import AUDIENCE, state_security
+from mcp_patchbay.session.rounds import EXPIRED_MESSAGE, Exchange, Rounds
 from tests.harness import (
     FakeTool,
     MemoryUpstreams,
@@ -330,7 +330,7 @@ async def test_an_answer_of_the_wrong_kind_is_refused_to_the_upstream() -> None:
 
 
 def test_the_state_key_comes_from_the_environment_or_is_made_at_start(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, "mcp_patchbay.rounds")
+    caplog.set_level(logging.INFO, "mcp_patchbay.session.request_state")
     key = "k" * 32
     sealed = state_security((), environ={"PATCHBAY_STATE_KEY": key}).codec.seal(b"state")
     assert state_security([key]).codec.unseal(sealed) == b"state"
@@ -464,7 +464,7 @@ async def test_a_call_whose_client_hung_up_before_its_input_required_was_written
     """Issue 20: a client that hung up kept its slot until the timeout. The gateway asks the
     request whether its client is still there (starlette's ``is_disconnected``) before it
     leaves a call suspended; here that request says it is gone."""
-    import mcp_patchbay.call_path as call_path_module
+    import mcp_patchbay.calls.path as call_path_module
 
     async def gone(ctx: Any) -> bool:
         return True
@@ -481,7 +481,7 @@ async def test_a_call_whose_client_hung_up_before_its_input_required_was_written
 
 
 async def test_hung_up_reads_the_starlette_request() -> None:
-    from mcp_patchbay.call_path import _hung_up  # pyright: ignore[reportPrivateUsage]
+    from mcp_patchbay.calls.path import _hung_up  # pyright: ignore[reportPrivateUsage]
 
     class Request:
         def __init__(self, gone: bool) -> None:

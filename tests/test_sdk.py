@@ -8,7 +8,7 @@ import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 
-from mcp_patchbay.sdk import sdk_internals_problem, send_raw
+from mcp_patchbay.session.sdk import sdk_internals_problem, send_raw
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, text
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +24,7 @@ async def test_sdk_internals_used_by_send_raw_are_present() -> None:
         assert await upstream.wait_ready(10)
         session = upstream._session  # pyright: ignore[reportPrivateUsage]
         assert isinstance(session, ClientSession)
-        assert sdk_internals_problem(session) is None, "the MCP SDK changed shape: update mcp_patchbay.sdk"
+        assert sdk_internals_problem(session) is None, "the MCP SDK changed shape: update mcp_patchbay.session.sdk"
         result = await send_raw(session, "tools/call", {"name": "ok", "arguments": {"a": 1}})
     assert result["content"] == [{"type": "text", "text": "got {'a': 1}"}]
 

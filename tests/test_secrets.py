@@ -423,7 +423,7 @@ async def test_a_reload_reads_the_file_off_the_event_loop(monkeypatch: pytest.Mo
 
     import anyio
 
-    from mcp_patchbay import watch
+    from mcp_patchbay.config import watch
 
     released = threading.Event()
     order: list[str] = []

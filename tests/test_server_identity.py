@@ -16,7 +16,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import RemoteSpec, StdioSpec
-from mcp_patchbay.transports import Link
+from mcp_patchbay.upstreams.transports import Link
 from tests.harness import MemoryUpstreams, config_from, connected, text
 
 pytestmark = pytest.mark.anyio

@@ -34,8 +34,8 @@ import anyio.abc
 import pytest
 from benchmarks.processes import cmdline, pids, stat_fields
 
-from mcp_patchbay import spawn
-from mcp_patchbay.spawn import WATCHDOG_SCRIPT
+from mcp_patchbay.upstreams import spawn
+from mcp_patchbay.upstreams.spawn import WATCHDOG_SCRIPT
 from tests.e2e_util import NODE_MODULES, SERVERS, alive, descendants_of, start_time, wait_gone
 
 STUBBORN = SERVERS / "stubborn_server.py"

@@ -14,7 +14,7 @@ import pytest
 
 from mcp_patchbay import cli
 from mcp_patchbay.config import IGNORED_ENTRY_KEYS, StdioSpec, load_config
-from mcp_patchbay.spawn import EARLY_KEYS, EARLY_MARK, Early, discard, early, settle
+from mcp_patchbay.upstreams.spawn import EARLY_KEYS, EARLY_MARK, Early, discard, early, settle
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="nothing starts early on Windows")
 
@@ -191,7 +191,7 @@ def test_discard_never_signals_a_group_it_no_longer_tracks() -> None:
     import subprocess
     from unittest import mock
 
-    from mcp_patchbay import spawn
+    from mcp_patchbay.upstreams import spawn
 
     process = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     process.wait(timeout=30)
@@ -204,7 +204,7 @@ def test_discard_never_signals_a_group_it_no_longer_tracks() -> None:
 def test_shutdown_signals_every_group_once() -> None:
     from unittest import mock
 
-    from mcp_patchbay.transports import stdio
+    from mcp_patchbay.upstreams.transports import stdio
 
     with mock.patch.object(stdio, "terminate_all") as terminate, mock.patch.object(stdio, "_SHUTTING_DOWN", []):
         stdio.shutdown()
@@ -218,7 +218,7 @@ def test_shutdown_signals_every_group_once() -> None:
 @pytest.fixture
 def watchdog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A watchdog of the test's own (the module's one stays untouched), closed at the end."""
-    from mcp_patchbay import spawn
+    from mcp_patchbay.upstreams import spawn
 
     own = spawn._Watchdog()  # pyright: ignore[reportPrivateUsage]
     monkeypatch.setattr(spawn, "_WATCHDOG", own)
@@ -247,7 +247,7 @@ def test_a_reaper_untracking_as_the_proxy_exits_never_writes_to_a_closed_pipe(
     import os
     import threading
 
-    from mcp_patchbay import spawn
+    from mcp_patchbay.upstreams import spawn
 
     spawn.track(group.pid)
     first = watchdog.process
@@ -295,7 +295,7 @@ def test_a_reaper_finishing_after_the_exit_closed_the_watchdog_starts_no_new_one
 ) -> None:
     """The same race, its other order: the reaper's untrack after the exit's close found no pipe
     and started a second watchdog (a process spawned while the interpreter exits)."""
-    from mcp_patchbay import spawn
+    from mcp_patchbay.upstreams import spawn
 
     spawn.track(group.pid)
     first = watchdog.process
@@ -317,7 +317,7 @@ def _tool(folder: Path, name: str, executable: bool = True) -> Path:
 
 
 def test_windows_lookup_tries_pathext_in_order_and_needs_no_execute_bit(tmp_path: Path) -> None:
-    from mcp_patchbay.command_lookup import which
+    from mcp_patchbay.upstreams.command_lookup import which
 
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
@@ -333,7 +333,7 @@ def test_windows_lookup_tries_pathext_in_order_and_needs_no_execute_bit(tmp_path
 
 
 def test_posix_lookup_needs_the_execute_bit_and_falls_back_beside_our_interpreter(tmp_path: Path) -> None:
-    from mcp_patchbay.command_lookup import search_path, which
+    from mcp_patchbay.upstreams.command_lookup import search_path, which
 
     _tool(tmp_path, "plain", executable=False)
     _tool(tmp_path, "runnable")
@@ -346,7 +346,7 @@ def test_posix_lookup_needs_the_execute_bit_and_falls_back_beside_our_interprete
 
 
 def test_the_search_path_is_split_as_the_os_writes_it() -> None:
-    from mcp_patchbay.command_lookup import search_path
+    from mcp_patchbay.upstreams.command_lookup import search_path
 
     assert search_path({"PATH": r"C:\a;C:\b"}, "win32")[:2] == [r"C:\a", r"C:\b"]
     assert search_path({"PATH": "/a:/b"}, "darwin")[:2] == ["/a", "/b"]

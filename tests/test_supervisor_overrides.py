@@ -19,7 +19,7 @@ async def _echo(ctx: ServerRequestContext[Any, Any], args: dict[str, Any]) -> ty
 
 
 async def test_a_skipped_override_s_warning_names_the_config_file(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="mcp_patchbay.catalog")
+    caplog.set_level(logging.WARNING, logger="mcp_patchbay.catalog.merge")
     config = config_from({"notes": {"command": "x", "tools": {"overrides": {"missing": {"name": "other"}}}}})
     upstreams = MemoryUpstreams({"notes": make_server("notes", {"add": FakeTool(_echo)})})
     async with connected(config, upstreams) as (proxy, client):

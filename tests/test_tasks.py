@@ -18,7 +18,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.tasks import EXTENSION
 from mcp_patchbay.tasks.ids import TaskRef, opened, seal
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, result_text, text, until

@@ -20,11 +20,11 @@ import pytest
 
 from mcp_patchbay import places
 from mcp_patchbay.config import Config, load_config
-from mcp_patchbay.listing import Listing
-from mcp_patchbay.listing_cache import Cached, ListingCache
-from mcp_patchbay.supervisor import Supervisor
 from mcp_patchbay.trust.scan import Scanner
 from mcp_patchbay.trust.store import PinStore, entry_key
+from mcp_patchbay.upstreams.listing import Listing
+from mcp_patchbay.upstreams.listing_cache import Cached, ListingCache
+from mcp_patchbay.upstreams.supervisor import Supervisor
 from tests.harness import FakeTool, MemoryUpstreams, connected, make_server, text, until
 
 pytestmark = pytest.mark.anyio

@@ -22,14 +22,14 @@ from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.availability import State
 from mcp_patchbay.cli import tools as tools_cli
 from mcp_patchbay.cli import trust as trust_cli
 from mcp_patchbay.cli.check import run_check
 from mcp_patchbay.config import Config, ToolFilter, load_config
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.trust.serving import held_filter
 from mcp_patchbay.trust.store import MemoryPinStore, PinStore
+from mcp_patchbay.upstreams.availability import State
 from tests.harness import FakeTool, MemoryUpstreams, connected, error_info, make_server, result_text, text, until
 
 pytestmark = pytest.mark.anyio
@@ -367,7 +367,7 @@ def test_held_filter_denies_each_held_name_whole_and_keeps_the_entry_s_filter() 
 
 
 def test_a_config_that_is_no_file_keeps_its_pins_in_memory(tmp_path: Path) -> None:
-    from mcp_patchbay.supervisor import Supervisor
+    from mcp_patchbay.upstreams.supervisor import Supervisor
     from tests.harness import config_from
 
     assert isinstance(Supervisor(config_from({"notes": {"command": "x"}})).trust.guard.store, MemoryPinStore)
@@ -387,9 +387,9 @@ async def test_a_held_tool_is_held_through_the_gateway(monkeypatch: pytest.Monke
     from mcp.client.streamable_http import streamable_http_client
 
     from mcp_patchbay.config import parse_config
-    from mcp_patchbay.gateway import fastpath
+    from mcp_patchbay.fastpath import gateway_calls as fastpath
+    from mcp_patchbay.fastpath import http_calls as http_lane
     from mcp_patchbay.gateway.app import Gateway
-    from mcp_patchbay.transports import http_lane
     from tests.servers.http_fault_server import serving as serving_http
 
     monkeypatch.setattr(http_lane, "ENABLED", fast)

@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_patchbay import spawn
 from mcp_patchbay.config import StdioSpec, load_config
 from mcp_patchbay.config.held import asked, held, withheld
-from mcp_patchbay.spawn import EARLY_MARK, Early, early, prespawn, settle
+from mcp_patchbay.upstreams import spawn
+from mcp_patchbay.upstreams.spawn import EARLY_MARK, Early, early, prespawn, settle
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX spawning; Windows shares child_environment")
 
@@ -103,7 +103,7 @@ def test_stdio_upstreams_never_inherit_the_gateways_tokens_or_other_secrets_the_
 
 
 def test_an_upstream_started_again_gets_the_same_environment(tmp_path: Path) -> None:
-    from mcp_patchbay.transports.stdio import stdio_link
+    from mcp_patchbay.upstreams.transports.stdio import stdio_link
 
     config = load_config(write_config(tmp_path, {"plain": printer()}))
     spec = config.servers[0].spec
@@ -155,7 +155,7 @@ def test_no_early_start_when_the_proxy_holds_a_keyring_secret(tmp_path: Path, st
 
 def test_the_names_withheld_are_logged_never_their_values(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     config = load_config(write_config(tmp_path, {"plain": printer()}))
-    with caplog.at_level(logging.DEBUG, logger="mcp_patchbay.spawn"):
+    with caplog.at_level(logging.DEBUG, logger="mcp_patchbay.upstreams.spawn"):
         names_printed(prespawn(config.servers))
     lines = [r.getMessage() for r in caplog.records if "'plain'" in r.getMessage()]
     assert lines

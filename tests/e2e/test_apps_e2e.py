@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client import advertise
 
-from mcp_patchbay.capabilities import APP_MIME_TYPE, APPS_EXTENSION
+from mcp_patchbay.session.capabilities import APP_MIME_TYPE, APPS_EXTENSION
 from tests.e2e_util import NODE_MODULES, ROOT, error_info
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.server import Proxy
+from mcp_patchbay.session.proxy import Proxy
 from tests.e2e_util import NODE_MODULES, make_config, result_text
 from tests.harness import proxy_transport
 

@@ -25,7 +25,6 @@ from mcp_patchbay.activity.rows import COLUMNS, ActivityRow
 
 if TYPE_CHECKING:
     from mcp_patchbay.activity.store import ActivityStore
-
 __all__ = ["POLL_SECONDS", "line", "main", "parse_since", "run"]
 
 POLL_SECONDS = 0.5

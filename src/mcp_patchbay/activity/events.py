@@ -1,6 +1,6 @@
 """The serving path's raw events made rows, in the writer's thread.
 
-The hooks (``call_path``, ``passthrough``, ``supervisor``) hand the log one tuple each, built in
+The hooks (``calls.path``, ``session.passthrough``, ``supervisor``) hand the log one tuple each, built in
 well under a microsecond and queued as it is (``ActivityWriter.emit``); what costs (sizes as
 JSON, names, the client, redaction) is done here, off the call path. Times are
 ``time.monotonic()``, made wall-clock time with one offset taken when the log starts. The tuples::

@@ -24,8 +24,7 @@ from mcp_patchbay.activity.writer import ActivityWriter, Sink
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Settings
-    from mcp_patchbay.server import Proxy
-
+    from mcp_patchbay.session.proxy import Proxy
 __all__ = ["FLUSH_SECONDS", "gateway_member", "keep_log", "limits_of", "record_approvals"]
 
 logger = logging.getLogger(__name__)

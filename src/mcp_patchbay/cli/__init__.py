@@ -17,8 +17,11 @@ once (``transports.stdio.shutdown``); see ``spawn`` for what happens when the pr
 
 The package, by job: this module runs a command (``main``); ``options`` reads the command
 line; ``logs`` sets up the log handlers and formats; ``serving`` serves on stdio (signals,
-reloads); ``check`` is the ``check`` report. ``login``/``logout`` are ``oauth.commands``,
-``serve --http`` is ``gateway.app``.
+reloads); ``check`` is the ``check`` report; ``importing`` and ``install`` are ``import``,
+``install`` and ``uninstall`` over ``clients/``; ``tools`` and ``calling`` list the tools and
+make one call from the terminal; ``trust`` shows what is held and approves it; ``secret``
+keeps values in the OS keyring. ``login``/``logout`` are ``oauth.commands``, ``serve --http``
+is ``gateway.app``, ``ui`` is ``ui``, ``log`` is ``activity``.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from mcp_patchbay.cli.options import (
     UsageError,
     parse_options,
 )
-from mcp_patchbay.early_handshake import EarlyHandshake
-from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle, starts_now
+from mcp_patchbay.upstreams.spawn import Prespawned, discard, early, prespawn, settle, starts_now
+from mcp_patchbay.wire.early_handshake import EarlyHandshake
 
 # Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
 # upstreams: each millisecond before that is one more of the proxy's startup.
@@ -47,7 +50,8 @@ from mcp_patchbay.spawn import Prespawned, discard, early, prespawn, settle, sta
 __all__ = ["EXIT_CONFIG", "Options", "UsageError", "main", "parse_options"]
 
 
-def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:
+# Long on purpose: the command dispatch: one branch per command and exit path, read top to bottom.
+def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> int:  # noqa: PLR0912, PLR0915
     """Run the command line (``sys.argv`` when ``argv`` is None).
 
     ``quick_exit`` (default: when run as a program, ``argv`` None): once serving is over,
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
 
         # The report says in a person's words what the upstreams' failure lines would: those are
         # for --log-level (a config mistake is still warned about, with its file and key).
-        upstream_log = logging.getLogger("mcp_patchbay.upstream")
+        upstream_log = logging.getLogger("mcp_patchbay.upstreams.upstream")
         level = upstream_log.level
         if options.level is None:
             upstream_log.setLevel(logging.CRITICAL)

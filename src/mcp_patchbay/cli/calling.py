@@ -1,5 +1,5 @@
 """``mcp-patchbay call NAME [KEY=VALUE ...] [--args JSON] [--json] [--timeout S]``: one tool call
-from the terminal, through ``call_path.ToolPath.run`` as a client's call goes (name resolution,
+from the terminal, through ``calls.path.ToolPath.run`` as a client's call goes (name resolution,
 argument checks, policies, and every failure as the same ``isError`` result).
 
 Arguments: ``KEY=VALUE`` is JSON when the value parses as JSON (``count=3``, ``on=true``,
@@ -46,12 +46,11 @@ from mcp_patchbay.cli.tools import (
 )
 
 if TYPE_CHECKING:
-    from mcp_patchbay.catalog import CatalogTool
+    from mcp_patchbay.catalog.merge import CatalogTool
     from mcp_patchbay.config import Config
-    from mcp_patchbay.diagnosis import Diagnosis
-    from mcp_patchbay.server import Proxy
-    from mcp_patchbay.transports import Connector
-
+    from mcp_patchbay.session.proxy import Proxy
+    from mcp_patchbay.upstreams.diagnosis import Diagnosis
+    from mcp_patchbay.upstreams.transports import Connector
 __all__ = ["CallRequest", "call_tool", "coerce", "main", "parse_arguments", "server_for", "show_result"]
 
 ARGUMENTS_HELP = 'arguments are KEY=VALUE (text=hello count=3 tags=\'["a","b"]\'), or --args \'{"text": "hello"}\''
@@ -217,7 +216,7 @@ def coerce(arguments: Mapping[str, Any], texts: Mapping[str, str], schema: Mappi
 def server_for(name: str, config: Config) -> str | None:
     """The one server of ``config`` a part of ``name`` names (``time`` in ``time__now`` or in
     ``mcp__patchbay__time__now``); None when none or several do: then every server starts."""
-    from mcp_patchbay.naming import normalize, sanitize
+    from mcp_patchbay.catalog.naming import normalize, sanitize
 
     servers = {normalize(sanitize(entry.name)): entry.name for entry in config.servers}
     separator = config.settings.separator
@@ -277,7 +276,7 @@ async def call_tool(config: Config, request: CallRequest, *, connector: Connecto
             result = await proxy.run_tool(request.name, arguments, progress, None, named_as_data=True)
         finally:
             status.clear()
-        from mcp_patchbay.diagnosis import of_upstream
+        from mcp_patchbay.upstreams.diagnosis import of_upstream
 
         failed = _server_of(result)
         upstream = proxy.supervisor.upstreams.get(failed) if failed is not None else None

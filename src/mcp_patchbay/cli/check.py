@@ -1,10 +1,10 @@
 """``check``: connect to every upstream once and report, one line per server (or ``--json``),
-with what the client would list (``exposure``) and the tool names too long for a known client
-(``client_limits``). Exit status 1 when a server is not ready. With ``--profile`` the config is
+with what the client would list (``session.exposure``) and the tool names too long for a known client
+(``catalog.client_quirks``). Exit status 1 when a server is not ready. With ``--profile`` the config is
 that profile's share (``config.profiles``): its servers, its tools, its listing cost.
 
 Lazy servers (``"start": "lazy"``) are started too: it is a check, and their listing is then
-kept (``listing_cache``), so the next start lists them without starting any. The report says
+kept (``upstreams.listing_cache``), so the next start lists them without starting any. The report says
 which are lazy.
 
 Overrides that do not fit what their server listed (a tool it lacks, an argument its schema
@@ -17,7 +17,7 @@ servers, each as a diff of the approved definition against the new one, with the
 sentences and the command that approves it (``held`` in ``--json``); anything held makes the exit
 status 1, as a server not ready does: the proxy does not serve all the config asks for.
 
-The PROBLEM column is for the person who runs it (``diagnosis``: which command
+The PROBLEM column is for the person who runs it (``upstreams.diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
 (``problem``) and what the model is told (``reason``)."""
 
@@ -31,14 +31,14 @@ from mcp_patchbay.cli.options import ASSUMED_REGISTERED_AS
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.transports import Connector
     from mcp_patchbay.trust.decide import Held
-    from mcp_patchbay.upstream import State
+    from mcp_patchbay.upstreams.transports import Connector
+    from mcp_patchbay.upstreams.upstream import State
 
 
 def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, Any]]:
-    """The exposed names some known client cannot take whole (``client_limits.over_limits``), as rows."""
-    from mcp_patchbay.client_limits import over_limits
+    """The exposed names some known client cannot take whole (``catalog.client_quirks.over_limits``), as rows."""
+    from mcp_patchbay.catalog.client_quirks import over_limits
 
     return [
         {
@@ -53,15 +53,16 @@ def name_warnings(tool_names: list[str], registered_as: str) -> list[dict[str, A
     ]
 
 
-async def run_check(
+# Long on purpose: the report's steps in the order it prints them.
+async def run_check(  # noqa: PLR0915
     config: Config, as_json: bool, registered_as: str | None = None, *, connector: Connector | None = None
 ) -> int:
     """The report, printed; the exit status. ``connector``: the tests' in-memory upstreams."""
     import anyio
 
-    from mcp_patchbay.diagnosis import of_upstream
-    from mcp_patchbay.supervisor import Supervisor
-    from mcp_patchbay.upstream import State
+    from mcp_patchbay.upstreams.diagnosis import of_upstream
+    from mcp_patchbay.upstreams.supervisor import Supervisor
+    from mcp_patchbay.upstreams.upstream import State
 
     supervisor = Supervisor(config, start_all=True, connector=connector)
     started = time.monotonic()
@@ -189,7 +190,7 @@ def _print_held(held: list[dict[str, Any]], config: Config) -> None:
 def _state_label(state: State) -> str:
     """A state as the report's STATE column says it: a server still trying after the check's
     wait has failed it."""
-    from mcp_patchbay.upstream import State
+    from mcp_patchbay.upstreams.upstream import State
 
     if state in (State.RESTARTING, State.STARTING):
         return "failed"
@@ -201,7 +202,7 @@ def _state_label(state: State) -> str:
 def _exposure(config: Config, supervisor: Any) -> tuple[dict[str, Any], list[str]]:
     """Which listing this config gets (``patchbay.expose``) and what each would cost; the
     names the client would list in the mode used."""
-    from mcp_patchbay.exposure import Exposure, described_servers, listing_cost, search_mode
+    from mcp_patchbay.session.exposure import Exposure, described_servers, listing_cost, search_mode
 
     catalog = supervisor.catalog
     servers = described_servers(supervisor.upstreams)

@@ -34,13 +34,12 @@ if TYPE_CHECKING:
     from mcp_patchbay.clients.merging import Server
     from mcp_patchbay.clients.reading import Survey
     from mcp_patchbay.clients.secret_values import Candidate
-
 __all__ = ["run"]
 
 EXIT_DONE, EXIT_NOTHING = 0, 1
 REGISTERED_AS = "patchbay"
 """The name ``install`` registers the proxy under unless told otherwise; the config says it, so the
-exposed tool names are fitted to what clients make of it (``client_limits``)."""
+exposed tool names are fitted to what clients make of it (``catalog.client_quirks``)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -279,7 +278,8 @@ def _hide(servers: list[Server], found: list[Candidate], masked: bool) -> None:
         put_references(server.entry, [c for c in found if c.server == server.name], "***" if masked else None)
 
 
-def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
+# Long on purpose: import's flow: read, choose, write, each with its own refusal to the person.
+def main(argv: list[str], env: Environment, out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:  # noqa: PLR0912, PLR0915
     """``import`` with the clients' files found from ``env``; the report on ``out``, problems on ``err``,
     answers (whether to move secrets into the keyring) from ``stdin`` (default: ``sys.stdin``)."""
     from mcp_patchbay import places

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from mcp_patchbay.clients.locations import Client, Environment, Place
     from mcp_patchbay.clients.records import Record
     from mcp_patchbay.config import Config
-
 __all__ = ["run"]
 
 EXIT_DONE, EXIT_NOTHING = 0, 1
@@ -93,9 +92,9 @@ def _client(word: str) -> Client:
 
 
 def check_name(name: str, config: Config | None) -> None:
-    """Refuse a name some client cannot take, or that leaves no room for tool names (``client_limits``)."""
-    from mcp_patchbay.client_limits import CLIENT_LIMITS
-    from mcp_patchbay.naming import MIN_MAX_LENGTH, OwnTools
+    """Refuse a name some client cannot take, or that leaves no room for tool names (``catalog.client_quirks``)."""
+    from mcp_patchbay.catalog.client_quirks import CLIENT_LIMITS
+    from mcp_patchbay.catalog.naming import MIN_MAX_LENGTH, OwnTools
 
     if not NAME_CHARS.match(name):
         raise _Refused(f"--name {name!r}: use only letters, digits, '_' and '-' (clients refuse other names)")
@@ -280,7 +279,8 @@ def install(args: argparse.Namespace, env: Environment, launch: Launch, out: Tex
     return EXIT_DONE
 
 
-def uninstall(args: argparse.Namespace, env: Environment, out: TextIO) -> int:
+# Long on purpose: each record's undo, with a word to the person for every case it meets.
+def uninstall(args: argparse.Namespace, env: Environment, out: TextIO) -> int:  # noqa: PLR0912, PLR0915
     from mcp_patchbay.clients.files import digest, read_bytes, write_atomic
     from mcp_patchbay.clients.installing import EditRefused, plan_uninstall
     from mcp_patchbay.clients.locations import install_place, places_of

@@ -17,11 +17,10 @@ if TYPE_CHECKING:
     import anyio.abc
 
     from mcp_patchbay.config import Config
-    from mcp_patchbay.early_handshake import EarlyHandshake
-    from mcp_patchbay.server import Proxy
-    from mcp_patchbay.spawn import Prespawned
-
-logger = logging.getLogger("mcp_patchbay")
+    from mcp_patchbay.session.proxy import Proxy
+    from mcp_patchbay.upstreams.spawn import Prespawned
+    from mcp_patchbay.wire.early_handshake import EarlyHandshake
+logger = logging.getLogger(__name__)
 
 
 def loop_options() -> dict[str, Any]:
@@ -42,11 +41,11 @@ async def serve_stdio(
     empty stand-in): serve no server and tell the model why, until the file is fixed."""
     import anyio
 
-    from mcp_patchbay.client_wire import stdio_streams
-    from mcp_patchbay.jsonrpc import Bounds
-    from mcp_patchbay.server import Proxy
-    from mcp_patchbay.transports.stdio import shutdown
-    from mcp_patchbay.watch import reload_on_sighup, watch_config
+    from mcp_patchbay.config.watch import reload_on_sighup, watch_config
+    from mcp_patchbay.session.proxy import Proxy
+    from mcp_patchbay.upstreams.transports.stdio import shutdown
+    from mcp_patchbay.wire.jsonrpc import Bounds
+    from mcp_patchbay.wire.stdio import stdio_streams
 
     proxy = Proxy(config, prespawned=prespawned, config_problem=config_problem)
     profile = f" (profile '{config.profile}')" if config.profile else ""
@@ -95,7 +94,7 @@ async def _activity_log(proxy: Proxy, *, task_status: anyio.abc.TaskStatus[None]
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
     import anyio
 
-    from mcp_patchbay.transports.stdio import shutdown
+    from mcp_patchbay.upstreams.transports.stdio import shutdown
 
     if sys.platform == "win32":  # no signal receivers there; stdin EOF ends the proxy
         return
@@ -109,8 +108,8 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
 
 def warn_unfit_name(config: Config) -> None:
     """Serving under a registered name too long for any exposed name to fit: say so once."""
-    from mcp_patchbay.client_limits import CLIENT_LIMITS
-    from mcp_patchbay.naming import MIN_MAX_LENGTH, OwnTools
+    from mcp_patchbay.catalog.client_quirks import CLIENT_LIMITS
+    from mcp_patchbay.catalog.naming import MIN_MAX_LENGTH, OwnTools
 
     name = config.settings.registered_as
     if name is None:

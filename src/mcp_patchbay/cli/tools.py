@@ -3,15 +3,15 @@
 ``mcp-patchbay tools [-c CONFIG] [--server S] [QUERY] [--json] [--all]`` starts the servers as
 ``check`` does and lists the tools a client reaches, grouped by server, each server with its
 state in plain words (what failed, where it was looked for, what to run next); with QUERY it
-searches them with ``find_tools``' own index and ranking (``exposure.Exposure.index``).
+searches them with ``find_tools``' own index and ranking (``session.exposure.Exposure.index``).
 ``mcp-patchbay call ...`` is ``calling``'s.
 
 Both build a ``server.Proxy`` with no client on it: its supervisor starts the upstreams at
 once (there is no client to wait for, and nothing to ask one), and a call goes through
-``call_path.ToolPath.run`` exactly as a client's would. This module owns what both share:
+``calls.path.ToolPath.run`` exactly as a client's would. This module owns what both share:
 the config's finding (``--config``, ``$PATCHBAY_CONFIG``, the default config), the running
 proxy (``running``) and the one updating status line on a terminal (``StatusLine``); a
-server's state as a person reads it is ``diagnosis``'s, as for ``check``.
+server's state as a person reads it is ``upstreams.diagnosis``'s, as for ``check``.
 
 Nothing heavier than argparse is imported before the command line has been read: a usage
 mistake is answered at once.
@@ -34,10 +34,9 @@ from mcp_patchbay.cli.options import EXIT_CONFIG, UsageError, default_config_if_
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.server import Proxy
-    from mcp_patchbay.transports import Connector
-    from mcp_patchbay.upstream import Upstream
-
+    from mcp_patchbay.session.proxy import Proxy
+    from mcp_patchbay.upstreams.transports import Connector
+    from mcp_patchbay.upstreams.upstream import Upstream
 __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
@@ -190,7 +189,7 @@ def load(given: str | None, environ: Mapping[str, str] = os.environ, profile: st
 
 def server_named(given: str, config: Config) -> str:
     """The config's name for ``--server`` (case, ``-`` and ``_`` aside, as find_tools' ``server``)."""
-    from mcp_patchbay.naming import normalize
+    from mcp_patchbay.catalog.naming import normalize
 
     for entry in config.servers:
         if entry.name == given:
@@ -215,7 +214,7 @@ async def running(
     tests' in-memory upstreams."""
     import anyio
 
-    from mcp_patchbay.server import Proxy
+    from mcp_patchbay.session.proxy import Proxy
 
     if only is not None:
         config = replace(config, servers=tuple(entry for entry in config.servers if entry.name in only))
@@ -300,9 +299,9 @@ async def tools_report(
     """What ``tools`` prints, as JSON values: the servers' states, and each one's tools (or the
     matches of ``query``, ranked by find_tools' index over every server's tools). ``whole``:
     every server was started, so what a client lists (``mode``, ``listed``) can be told."""
-    from mcp_patchbay.diagnosis import of_upstream
-    from mcp_patchbay.exposure import unavailable_notes
     from mcp_patchbay.search import DEFAULT_LIMIT, MAX_LIMIT
+    from mcp_patchbay.session.exposure import unavailable_notes
+    from mcp_patchbay.upstreams.diagnosis import of_upstream
 
     view = proxy.views.view()
     catalog = view.catalog
@@ -346,9 +345,9 @@ async def tools_report(
 
 
 def _ok(state: dict[str, Any]) -> bool:
-    """A server's state as ``tools`` reports it, ``ok`` as ``diagnosis`` says: serving, or not running
+    """A server's state as ``tools`` reports it, ``ok`` as ``upstreams.diagnosis`` says: serving, or not running
     by the config's choice (disabled, lazy and not needed yet, stopped idle)."""
-    from mcp_patchbay.diagnosis import Diagnosis
+    from mcp_patchbay.upstreams.diagnosis import Diagnosis
 
     return Diagnosis(state["name"], state["state"], state["label"]).ok
 

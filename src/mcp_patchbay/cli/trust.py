@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from mcp_patchbay.config import Config
     from mcp_patchbay.trust.decide import Pending, ServerPins
     from mcp_patchbay.trust.store import PinStore
-
 __all__ = ["main", "run"]
 
 

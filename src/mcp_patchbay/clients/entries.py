@@ -142,7 +142,8 @@ def _fill(entry: dict[str, Any], replace: Callable[[str], str]) -> None:
             entry[key] = {k: replace(v) for k, v in entry[key].items()}
 
 
-def normalize(client: str, raw: object, *, project: str | None = None, home: str | None = None) -> Normalized:
+# Long on purpose: one branch per client's entry shape, kept side by side to compare.
+def normalize(client: str, raw: object, *, project: str | None = None, home: str | None = None) -> Normalized:  # noqa: PLR0912, PLR0915
     """``raw``, an entry of ``client``'s file, as an entry of patchbay's config (see the module doc).
 
     ``project``: the project folder when the entry comes from the project's own file (VS Code's

@@ -2,7 +2,7 @@
 
 ``mcp-patchbay`` is looked for beside the running interpreter (a virtualenv's ``bin``, Windows'
 ``Scripts``, where installers put ``mcp-patchbay.exe``), then as the program this process was started
-as, then on ``PATH`` (``command_lookup.which``, the proxy's one command lookup, with ``PATHEXT`` on Windows);
+as, then on ``PATH`` (``upstreams.command_lookup.which``, the proxy's one command lookup, with ``PATHEXT`` on Windows);
 failing all, the interpreter itself with ``-m mcp_patchbay``. The lookups come in as functions so each
 OS's branch is tested anywhere.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from mcp_patchbay.clients.locations import Platform
-from mcp_patchbay.command_lookup import which
+from mcp_patchbay.upstreams.command_lookup import which
 
 __all__ = ["Launch", "find_launch", "this_launch"]
 

@@ -115,7 +115,8 @@ def _secret_name(server: str, key: str | int) -> str:
     return base[:128]
 
 
-def _found(server: str, entry: dict[str, Any]) -> Iterable[tuple[tuple[str, str | int], str, str]]:
+# Long on purpose: one branch per place a client keeps a secret in an entry.
+def _found(server: str, entry: dict[str, Any]) -> Iterable[tuple[tuple[str, str | int], str, str]]:  # noqa: PLR0912
     """(place, secret value, why) for each value of one entry that looks like a secret."""
     for kind in ("env", "headers"):
         mapping = entry.get(kind)

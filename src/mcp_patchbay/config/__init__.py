@@ -53,7 +53,7 @@ one thing (a module imports only those listed above it):
   worded (key paths, quoting, "did you mean", pydantic errors as short messages).
 - ``overrides``: the models of an entry's ``tools.overrides`` and ``prompts.overrides`` (a
   tool's or prompt's new name, description, arguments, annotations), checked as far as the file
-  alone can tell (``mcp_patchbay.overrides`` applies them to what the server lists).
+  alone can tell (``mcp_patchbay.catalog.overrides`` applies them to what the server lists).
 - ``models``: the pydantic models and dataclasses a loaded config is made of (server
   entries, tool filters, the whole file) and what the models share (``STRICT_MODEL``).
 - ``settings``: ``Settings``, the ``"patchbay"`` object, each key with its default.
@@ -68,6 +68,8 @@ one thing (a module imports only those listed above it):
 - ``profiles``: the ``"profiles"`` object, :func:`apply_profile` (a Config narrowed to one
   profile: ``--profile``) and the gateway's access rules that name a profile.
 - ``loading``: :func:`load_config` and :func:`parse_config`: the file as a whole.
+- ``watch``: the file's changes and SIGHUP, which reload it while the proxy serves (the one
+  module here with I/O beyond the read).
 
 This ``__init__`` only names the public API and imports each name's module when the
 name is first used (PEP 562), so ``import mcp_patchbay.config.keys`` stays as light as
@@ -103,7 +105,6 @@ if TYPE_CHECKING:
     from mcp_patchbay.config.problems import ConfigError, ConfigProblem
     from mcp_patchbay.config.profiles import apply_profile
     from mcp_patchbay.config.settings import Settings
-
 __all__ = [
     "IGNORED_ENTRY_KEYS",
     "AnnotationsOverride",

@@ -56,7 +56,8 @@ def _absolute_cwd(cwd: str, config_path: Path, environ: Mapping[str, str]) -> st
     return cwd if Path(cwd).is_absolute() else str(config_path.parent / cwd)
 
 
-def build_entry(shape: str, name: str, raw: object, config_path: Path, environ: Mapping[str, str]) -> ServerEntry:
+# Long on purpose: an entry's checks in the order the file is read, each naming its key.
+def build_entry(shape: str, name: str, raw: object, config_path: Path, environ: Mapping[str, str]) -> ServerEntry:  # noqa: PLR0912, PLR0915
     """The entry ``name`` of ``shape`` (``mcpServers`` or ``servers``); never raises (see the module doc)."""
     prefix = (shape, name)
     here = key_path(*prefix)

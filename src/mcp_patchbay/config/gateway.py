@@ -254,7 +254,7 @@ class GatewaySettings(BaseModel, frozen=True):
 
     fast_path: bool = True
     """A ``tools/call`` POST is answered past the SDK's server, on its parsed JSON
-    (``gateway.fastpath``): with ``patchbay.http_lane``, 0.44-0.64 ms of the gateway's CPU a call
+    (``fastpath.gateway_calls``): with ``patchbay.http_lane``, 0.44-0.64 ms of the gateway's CPU a call
     against 2.2-3.5 ms with neither (``docs/PERFORMANCE.md``), keeping the same access rules,
     sessions, bounds, progress, cancellation and requests mid-call (whatever it cannot serve
     takes the SDK's path). On because every behaviour is proved on both paths; ``false`` is

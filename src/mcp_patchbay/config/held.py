@@ -36,7 +36,7 @@ VARIABLE: Final = re.compile(
 """``${VAR}``, ``${VAR:-default}``, ``${env:VAR}`` and ``${secret:NAME}`` (``variables`` expands them)."""
 
 STATE_KEY_ENV: Final = "PATCHBAY_STATE_KEY"
-"""The environment variable holding the stdio proxy's request-state key (``request_state``)."""
+"""The environment variable holding the stdio proxy's request-state key (``session.request_state``)."""
 
 OWN_NAMES: Final = frozenset({STATE_KEY_ENV})
 """Secrets the proxy reads from its environment by name, whatever the config says."""

@@ -34,7 +34,7 @@ from mcp_patchbay.config.variables import expand_strings
 
 __all__ = ["load_config", "parse_config"]
 
-logger = logging.getLogger("mcp_patchbay.config")
+logger = logging.getLogger(__name__)
 
 
 def _top_level_problem(key: str, value: object) -> ConfigProblem | None:
@@ -51,7 +51,8 @@ def _top_level_problem(key: str, value: object) -> ConfigProblem | None:
     return ConfigProblem("", message)
 
 
-def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None) -> Config:
+# Long on purpose: the file's top level in order: settings, gateway, entries, profiles.
+def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None) -> Config:  # noqa: PLR0912
     """Parse config file contents; ``path`` names the file in messages and in ``Config.path``.
 
     ``environ`` (default ``os.environ``) supplies ``${VAR}`` values. Raises ConfigError.

@@ -38,7 +38,6 @@ from mcp_patchbay.config.problems import quote
 if TYPE_CHECKING:
     from mcp_patchbay.config.gateway import GatewaySettings
     from mcp_patchbay.config.settings import Settings
-
 __all__ = [
     "STRICT_MODEL",
     "Config",

@@ -22,7 +22,7 @@ own objects cannot find them), and combinations that contradict each other (``va
 anything else, ``description`` with ``description_append``, ``annotations`` with
 ``replace_annotations``, two arguments renamed alike) are mistakes. What only the upstream's
 listing can tell (a tool it does not have, an argument its schema does not take, a value it
-refuses) is checked once it has listed (``mcp_patchbay.overrides``). Pure.
+refuses) is checked once it has listed (``mcp_patchbay.catalog.overrides``). Pure.
 
 Imported by ``models`` (``ToolFilter.overrides``, ``SpecBase.prompts``), so it cannot import
 it back: its strict config is ``models.STRICT_MODEL``'s twin (a test keeps them equal).

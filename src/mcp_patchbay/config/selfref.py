@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from mcp_patchbay.config.models import StdioSpec
-
 __all__ = ["launches_patchbay", "launches_same_config"]
 
 _PYTHON = re.compile(r"(?:pythonw?[0-9.]*|py)\Z")

@@ -164,7 +164,7 @@ class Settings(BaseModel, frozen=True):
 
     http_lane: bool = True
     """Tool calls to a streamable HTTP upstream are POSTed on keep-alive connections of the
-    proxy's own (``transports.http_lane``) instead of through the SDK's client: 0.27 ms of CPU
+    proxy's own (``fastpath.http_calls``) instead of through the SDK's client: 0.27 ms of CPU
     a call against 1.1 for the SDK's, with the same errors, sign-in, progress and requests
     mid-call (what the lane cannot serve still goes through the SDK's client). On because it
     keeps every behaviour; ``false`` is the way around it should an upstream misbehave with it."""

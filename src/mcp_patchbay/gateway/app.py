@@ -51,23 +51,23 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_patchbay import __version__
-from mcp_patchbay.catalog import Permits
+from mcp_patchbay.catalog.merge import Permits
 from mcp_patchbay.config import Config
 from mcp_patchbay.config.gateway import GatewaySettings
+from mcp_patchbay.fastpath.gateway_calls import FastPath
 from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.bind import is_loopback
 from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, connection_cap, guarded_protocol
 from mcp_patchbay.gateway.events import MemoryEventStore
-from mcp_patchbay.gateway.fastpath import FastPath
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
 from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
-from mcp_patchbay.sdk import SessionManager, connection_of
-from mcp_patchbay.server import Proxy
-from mcp_patchbay.spawn import Prespawned
-from mcp_patchbay.transports import Connector
+from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.session.sdk import SessionManager, connection_of
+from mcp_patchbay.upstreams.spawn import Prespawned
+from mcp_patchbay.upstreams.transports import Connector
 
-logger = logging.getLogger("mcp_patchbay.gateway")
+logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
@@ -433,8 +433,8 @@ def _opens_session(scope: Scope) -> bool:
 
 async def serve_http(config: Config, prespawned: Prespawned, host: str, port: int) -> None:
     """``mcp-patchbay serve --http``: serve until drained, then stop every upstream."""
-    from mcp_patchbay.transports.stdio import shutdown
-    from mcp_patchbay.watch import reload_on_sighup, watch_config
+    from mcp_patchbay.config.watch import reload_on_sighup, watch_config
+    from mcp_patchbay.upstreams.transports.stdio import shutdown
 
     gateway = Gateway(config, host, port, prespawned=prespawned)
     logger.info("mcp-patchbay %s gateway for %d servers from %s", __version__, len(config.servers), config.path)

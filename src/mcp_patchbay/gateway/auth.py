@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["GatewayAuth", "GatewayVerifier", "PatchbayToken", "build_auth"]
 
-logger = logging.getLogger("mcp_patchbay.gateway")
+logger = logging.getLogger(__name__)
 
 LEEWAY = 30.0
 """Seconds of clock skew allowed on ``nbf`` and ``iat`` (the SDK checks ``exp`` again without any)."""

@@ -49,12 +49,12 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
-from mcp_patchbay.sdk import ABORT_EXTENSION
+from mcp_patchbay.session.sdk import ABORT_EXTENSION
 from mcp_patchbay.throttle import LogThrottle
 
 __all__ = ["EdgeLimits", "Refusals", "connection_cap", "guarded_protocol"]
 
-logger = logging.getLogger("mcp_patchbay.gateway")
+logger = logging.getLogger(__name__)
 
 
 @dataclass

@@ -19,12 +19,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mcp_patchbay.policies import BreakerState
-from mcp_patchbay.upstream import State
+from mcp_patchbay.calls.policies import BreakerState
+from mcp_patchbay.upstreams.upstream import State
 
 if TYPE_CHECKING:
-    from mcp_patchbay.server import Proxy
-
+    from mcp_patchbay.session.proxy import Proxy
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UPSTREAM_STATES = tuple(state.value for state in State)
 """Every state an upstream can be in (a state left out here would read as all zeros)."""

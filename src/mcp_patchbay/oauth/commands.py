@@ -10,7 +10,7 @@ import logging
 import sys
 
 from mcp_patchbay.config import Config, RemoteSpec
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors.tree import Code, UpstreamError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -56,11 +56,11 @@ _FOR_A_PERSON: dict[Code, str] = {
 
 def _why(config: Config, name: str, exc: UpstreamError) -> str:
     """A failed sign-in in a person's words: the sign-in's own (``_FOR_A_PERSON``), else the
-    server's (``diagnosis``: the URL that refused, the host DNS cannot find, ...)."""
+    server's (``upstreams.diagnosis``: the URL that refused, the host DNS cannot find, ...)."""
     if exc.code in _FOR_A_PERSON:
         return _FOR_A_PERSON[exc.code]
-    from mcp_patchbay.availability import State
-    from mcp_patchbay.diagnosis import diagnose
+    from mcp_patchbay.upstreams.availability import State
+    from mcp_patchbay.upstreams.diagnosis import diagnose
 
     entry = next(e for e in config.servers if e.name == name)
     return diagnose(entry, State.FAILED, exc, connect_timeout=config.settings.connect_timeout).text() or exc.message

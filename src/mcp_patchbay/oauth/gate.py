@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcp_patchbay.config import RemoteSpec, Settings
-from mcp_patchbay.errors import Code, PatchbayError, SignedIn, UpstreamError
+from mcp_patchbay.errors.tree import Code, PatchbayError, SignedIn, UpstreamError
 
 if TYPE_CHECKING:
     from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
     from mcp_patchbay.oauth.store import TokenStore
-
-logger = logging.getLogger("mcp_patchbay.oauth")
+logger = logging.getLogger(__name__)
 
 BROWSER_WAIT = 10.0
 """Seconds a call waits for the browser to open (or a quick sign-in to finish) before answering."""

@@ -20,9 +20,9 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream
 from mcp.shared.auth import AuthorizationCodeResult
 
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors.tree import Code, UpstreamError
 
-logger = logging.getLogger("mcp_patchbay.oauth")
+logger = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
 _HEAD_LIMIT = 16_384

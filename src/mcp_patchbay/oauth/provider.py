@@ -47,7 +47,7 @@ from mcp_patchbay.config import OAuthSettings
 from mcp_patchbay.oauth.store import TokenStore, fingerprint_of
 from mcp_patchbay.oauth.urls import RefusedUrl, endpoint_refusal, metadata_refusal, shown
 
-logger = logging.getLogger("mcp_patchbay.oauth")
+logger = logging.getLogger(__name__)
 # The SDK's OAuth logger quotes servers' answers (which may hold tokens) in its tracebacks; the
 # proxy says what failed in its own words (``signin.failure``), so the SDK's stays quiet.
 logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
@@ -278,7 +278,8 @@ class UpstreamAuth(OAuthClientProvider):
             ctx.current_tokens, ctx.token_expiry_time = kept, expires
         return refreshed
 
-    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    # Long on purpose: mirrors the SDK's own _auth_flow, step for step, so its updates can be compared.
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:  # noqa: PLR0912, PLR0915
         self.refresh_trouble = None
         if self._initialized and self.store.version() != self._seen_version:
             self._initialized = False  # signed in meanwhile (another process, or a sign-in here): reload

@@ -33,16 +33,16 @@ from mcp.client.session import ClientSession
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors import Code, UpstreamError
-from mcp_patchbay.foreign_errors import most_telling, translate
+from mcp_patchbay.errors.foreign import most_telling, translate
+from mcp_patchbay.errors.tree import Code, UpstreamError
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
 from mcp_patchbay.oauth.urls import RefusedUrl, browser_refusal, shown
 from mcp_patchbay.redaction import redact
-from mcp_patchbay.transports import open_link
+from mcp_patchbay.upstreams.transports import open_link
 
-logger = logging.getLogger("mcp_patchbay.oauth")
+logger = logging.getLogger(__name__)
 
 SIGN_IN_TIMEOUT = 300.0
 """Seconds a person has to finish a sign-in in the browser."""

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from mcp_patchbay import places
 from mcp_patchbay.bounded_read import DATA_FILE_BYTES, read_bytes
 
-logger = logging.getLogger("mcp_patchbay.oauth")
+logger = logging.getLogger(__name__)
 
 
 def data_dir() -> Path:

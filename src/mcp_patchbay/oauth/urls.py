@@ -25,7 +25,7 @@ import re
 import urllib.parse
 from typing import Final, cast
 
-from mcp_patchbay.errors import Code, UpstreamError
+from mcp_patchbay.errors.tree import Code, UpstreamError
 from mcp_patchbay.redaction import redact
 
 __all__ = [

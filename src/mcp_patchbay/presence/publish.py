@@ -23,9 +23,8 @@ import anyio
 from mcp_patchbay.presence import folder as files
 
 if TYPE_CHECKING:
-    from mcp_patchbay.server import Proxy
-    from mcp_patchbay.upstream import Upstream
-
+    from mcp_patchbay.session.proxy import Proxy
+    from mcp_patchbay.upstreams.upstream import Upstream
 __all__ = ["LOOK_EVERY", "MIN_GAP", "VERSION", "publish", "snapshot"]
 
 logger = logging.getLogger(__name__)
@@ -47,8 +46,8 @@ def _state(upstream: Upstream) -> str:
 
 def _problem(upstream: Upstream, config_path: Path | None) -> str | None:
     """What is wrong, in a person's words (``check``'s), None while it serves or starts."""
-    from mcp_patchbay.availability import State
-    from mcp_patchbay.diagnosis import of_upstream
+    from mcp_patchbay.upstreams.availability import State
+    from mcp_patchbay.upstreams.diagnosis import of_upstream
 
     if upstream.state in (State.STARTING, State.RESTARTING) and upstream.error is None:
         return None
@@ -94,8 +93,8 @@ def _parent() -> dict[str, Any]:
 
 def snapshot(proxy: Proxy, *, started_at: float, transport: str = "stdio") -> dict[str, Any]:
     """The proxy as the page shows it (the module docstring of ``presence`` has the shape)."""
-    from mcp_patchbay import apps
-    from mcp_patchbay.exposure import described_servers
+    from mcp_patchbay.catalog import apps
+    from mcp_patchbay.session.exposure import described_servers
 
     supervisor = proxy.supervisor
     described = described_servers(supervisor.upstreams)

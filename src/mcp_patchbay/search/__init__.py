@@ -1,6 +1,6 @@
 """Search mode's pure core: a ranked index over the merged catalog, and ``find_tools``' answers.
 
-No I/O, no awaits. The proxy (``exposure``) builds a ``ToolIndex`` once per catalog, at its
+No I/O, no awaits. The proxy (``session.exposure``) builds a ``ToolIndex`` once per catalog, at its
 first search, in a worker thread, and, per
 ``find_tools`` call, runs ``search`` then ``render_answer``::
 

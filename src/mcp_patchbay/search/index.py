@@ -94,7 +94,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
-from mcp_patchbay.naming import normalize
+from mcp_patchbay.catalog.naming import normalize
 from mcp_patchbay.search.documents import Hit, IndexedTool, fields
 from mcp_patchbay.search.meaning import Meaning
 from mcp_patchbay.search.name_match import NAME_CUTOFF, NameMatch
@@ -207,7 +207,8 @@ class ToolIndex:
         """The servers with at least one indexed tool, in first-seen order."""
         return list(self._server_docs)
 
-    def _build(self) -> None:
+    # Long on purpose: the index's fields built in one pass over the tools.
+    def _build(self) -> None:  # noqa: PLR0912
         shared: dict[tuple[str, str | None], tuple[list[str], list[str]]] = {}
         docs = [fields(tool, shared) for tool in self.tools]
         for tool, doc in zip(self.tools, docs, strict=True):

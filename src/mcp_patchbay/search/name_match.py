@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from rapidfuzz import fuzz, process
 
-from mcp_patchbay.naming import normalize
+from mcp_patchbay.catalog.naming import normalize
 from mcp_patchbay.search.documents import IndexedTool
 
 __all__ = ["NAME_CUTOFF", "NAME_MAX_WORDS", "UPSTREAM_DISCOUNT", "NameMatch"]

@@ -24,7 +24,7 @@ Pure. Rules:
   tool found, or what to search instead), each tool's ``via`` (the tool to call it with) and
   ``required`` arguments, each unavailable server's ``action``. Claude Code and Codex show the
   model the structured answer in place of the text.
-- Each tool found names its route (``routes``, from ``exposure.route_of``): the read route for a
+- Each tool found names its route (``routes``, from ``session.exposure.route_of``): the read route for a
   tool that only reads, ``call_tool`` for the others, or its own name where the client lists it.
   The text marks each tool's route after its name and says how to call each route once.
 """
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from mcp_patchbay.naming import normalize
+from mcp_patchbay.catalog.naming import normalize
 from mcp_patchbay.search.documents import Hit, IndexedTool, as_mapping
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Every upstream numbers its own tasks (two may both have a ``task-1``), and the proxy runs
 some itself. The client is given neither an upstream's id nor a counter: it gets a token
-sealed with the keys that seal ``requestState`` (``request_state.state_security``: the
+sealed with the keys that seal ``requestState`` (``session.request_state.state_security``: the
 gateway's ``request_state_keys``, shared by its replicas), holding which server runs the
 task and under what id there, who started it, and when it expires. So an upstream's id
 never reaches the client nor another upstream, two upstreams' equal ids are two tokens, a

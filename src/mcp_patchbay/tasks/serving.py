@@ -35,26 +35,25 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from mcp_patchbay.catalog import CatalogTool
+from mcp_patchbay.calls.deadlines import ProgressFn
+from mcp_patchbay.calls.policies import RawResult, ToolCall
+from mcp_patchbay.catalog.merge import CatalogTool
 from mcp_patchbay.config import RemoteSpec, Settings
-from mcp_patchbay.connection_errors import checked_result
-from mcp_patchbay.deadlines import ProgressFn
-from mcp_patchbay.errors import PatchbayError
-from mcp_patchbay.lane import split_meta
-from mcp_patchbay.notifications import IdentityOf
-from mcp_patchbay.outbox import Outboxes
-from mcp_patchbay.policies import RawResult, ToolCall
-from mcp_patchbay.sdk import connection_of
+from mcp_patchbay.errors.connection import checked_result
+from mcp_patchbay.errors.tree import PatchbayError
+from mcp_patchbay.fastpath.stdio_calls import split_meta
+from mcp_patchbay.session.notifications import IdentityOf
+from mcp_patchbay.session.outbox import Outboxes
+from mcp_patchbay.session.sdk import connection_of
 from mcp_patchbay.tasks.ids import TaskRef, opened, seal
 from mcp_patchbay.tasks.records import Full, Record, Table, Tell
 from mcp_patchbay.tasks.waiting import RELATED_TASK, Routes, cancel_quietly, run_and_wait, without_related
-from mcp_patchbay.upstream import Upstream
+from mcp_patchbay.upstreams.upstream import Upstream
 
 if TYPE_CHECKING:
-    from mcp_patchbay.call_path import ToolPath
-    from mcp_patchbay.supervisor import Supervisor
-
-logger = logging.getLogger("mcp_patchbay.tasks")
+    from mcp_patchbay.calls.path import ToolPath
+    from mcp_patchbay.upstreams.supervisor import Supervisor
+logger = logging.getLogger(__name__)
 
 Request = ServerRequestContext[Any, Any]
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -391,7 +390,7 @@ class Tasks:
         return int(self.settings.task_ttl * 1000)
 
     def client_id(self, server: str, upstream_id: str) -> str | None:
-        """The id the client holds of ``server``'s task ``upstream_id`` (``client_channel``'s
+        """The id the client holds of ``server``'s task ``upstream_id`` (``session.requests_back``'s
         ``related_task``), or None when no task of it is held here."""
         records = self.table.by_upstream(server, upstream_id)
         return records[0].id if len(records) == 1 else None

@@ -22,14 +22,14 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 
-from mcp_patchbay.client_channel import RELATED_TASK
-from mcp_patchbay.connection_errors import checked_result
-from mcp_patchbay.deadlines import ProgressFn
-from mcp_patchbay.errors import Code, UpstreamError
-from mcp_patchbay.policies import RawResult, ToolCall
-from mcp_patchbay.upstream import Upstream
+from mcp_patchbay.calls.deadlines import ProgressFn
+from mcp_patchbay.calls.policies import RawResult, ToolCall
+from mcp_patchbay.errors.connection import checked_result
+from mcp_patchbay.errors.tree import Code, UpstreamError
+from mcp_patchbay.session.requests_back import RELATED_TASK
+from mcp_patchbay.upstreams.upstream import Upstream
 
-logger = logging.getLogger("mcp_patchbay.tasks")
+logger = logging.getLogger(__name__)
 
 Watcher = Callable[[types.TaskStatusNotificationParams], Awaitable[None]]
 

@@ -2,7 +2,7 @@
 tool text gives the model orders unseen. ``docs/TRUST.md`` is the user's account.
 
 The path of a server's fresh listing (``supervisor`` reviews every listing through ``serving``
-before the catalog is built; ``call_path`` asks it of a name it cannot run)::
+before the catalog is built; ``calls.path`` asks it of a name it cannot run)::
 
     listing ─> serving.ServingTrust.review ─> guard.Guard.answer (from memory: a stat) ─> served / held
                                         └─> waits: ServingTrust.settle, in a worker thread, every listing

@@ -230,7 +230,8 @@ class Decision:
     """The server's pins after this listing; ``None`` while nothing is pinned or pending."""
 
 
-def decide(
+# Long on purpose: what to serve of a listing: each case of pin, change and scan in one table-like flow.
+def decide(  # noqa: PLR0912, PLR0915
     record: ServerPins | None,
     tools: Sequence[types.Tool],
     prompts: Sequence[types.Prompt] = (),

@@ -42,13 +42,13 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_patchbay.errors import PatchbayError, tool_changed
+from mcp_patchbay.errors.tree import PatchbayError, tool_changed
 from mcp_patchbay.trust.decide import Decision, Held, Policy, Scan, ServerPins, decide
 from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of, fingerprint
 from mcp_patchbay.trust.scan import Finding, ScanContext, Scanner
 from mcp_patchbay.trust.store import Change, PinsFull, PinStore, PinsUnreadable, entry_key
 
-logger = logging.getLogger("mcp_patchbay.trust")
+logger = logging.getLogger(__name__)
 
 __all__ = ["Guard", "Listing", "Verdict", "launch_of"]
 

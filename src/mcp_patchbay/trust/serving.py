@@ -38,10 +38,10 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from mcp_patchbay.catalog import Permits
+from mcp_patchbay.catalog.merge import Permits
+from mcp_patchbay.catalog.naming import NameEntry, Resolver, build_names
 from mcp_patchbay.config import ToolFilter
-from mcp_patchbay.errors import PatchbayError
-from mcp_patchbay.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.errors.tree import PatchbayError
 from mcp_patchbay.trust.decide import Held
 from mcp_patchbay.trust.fingerprint import Kind
 from mcp_patchbay.trust.guard import Guard, Listing, Verdict

@@ -48,7 +48,7 @@ from mcp_patchbay.bounded_read import FileRefused, read_changed
 from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
 from mcp_patchbay.trust.locking import locked
 
-logger = logging.getLogger("mcp_patchbay.trust")
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "FILE_NAME",

@@ -17,7 +17,6 @@ from mcp_patchbay.ui.app import UiRefused
 if TYPE_CHECKING:
     from mcp_patchbay.ui.app import Ui
     from mcp_patchbay.ui.signin import Started
-
 __all__ = ["approve", "sign_in", "turn_server", "turn_tool"]
 
 logger = logging.getLogger(__name__)

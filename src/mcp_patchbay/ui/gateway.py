@@ -24,7 +24,6 @@ from mcp_patchbay.ui.sources import ReplicaSources
 
 if TYPE_CHECKING:
     from mcp_patchbay.gateway.app import Gateway
-
 __all__ = ["PATH", "has_admins", "ui_routes"]
 
 PATH = "/ui"

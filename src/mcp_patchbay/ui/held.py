@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from mcp_patchbay.trust.store import PinStore
-
 __all__ = ["Approval", "HeldItem", "approve_exactly", "held_items"]
 
 WHY = {

@@ -19,7 +19,6 @@ from mcp_patchbay.ui.views import STATES, config_id, log_row, newest_id, proxy_v
 
 if TYPE_CHECKING:
     from mcp_patchbay.ui.app import Ui
-
 __all__ = ["held", "log", "log_new", "overview", "tools"]
 
 LOG_ROWS = 100

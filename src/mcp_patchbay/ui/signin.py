@@ -21,7 +21,6 @@ import anyio.abc
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import RemoteSpec
-
 __all__ = ["SignIns", "Started"]
 
 logger = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ class SignIns:
         return started
 
     async def _run(self, config: str, name: str, spec: RemoteSpec, started: Started, on_end: Finished | None) -> None:
-        from mcp_patchbay.errors import UpstreamError
+        from mcp_patchbay.errors.tree import UpstreamError
         from mcp_patchbay.oauth.commands import _FOR_A_PERSON  # pyright: ignore[reportPrivateUsage]
         from mcp_patchbay.oauth.signin import sign_in
         from mcp_patchbay.oauth.store import TokenStore

@@ -16,8 +16,7 @@ from mcp_patchbay.ui.log import Log
 from mcp_patchbay.ui.views import config_id
 
 if TYPE_CHECKING:
-    from mcp_patchbay.server import Proxy
-
+    from mcp_patchbay.session.proxy import Proxy
 __all__ = ["ConfigServer", "LocalSources", "ReplicaSources", "Sources", "config_servers"]
 
 ConfigServer = tuple[str, dict[str, Any]]

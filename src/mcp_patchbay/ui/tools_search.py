@@ -16,7 +16,6 @@ import anyio
 
 if TYPE_CHECKING:
     from mcp_patchbay.search import ToolIndex
-
 __all__ = ["ToolSearch"]
 
 KEPT = 8

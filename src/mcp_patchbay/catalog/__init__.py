@@ -1,0 +1,9 @@
+"""What the model sees of the upstreams' lists. Pure: values in, values out (a few memos).
+
+- ``naming``: exposed names (``server__tool``) and their resolution, mistaken names included.
+- ``merge``: the merged lists of every upstream (``Catalog``), in a deterministic order.
+- ``overrides``: an entry's overrides applied to what its server lists.
+- ``arguments``: ``inputSchema`` checks of a call's arguments.
+- ``client_quirks``: what clients make of an exposed name, and its length limit.
+- ``apps``: MCP Apps: a tool's user interface, who may call it, ``ui://`` URIs per server.
+"""

@@ -1,0 +1,16 @@
+"""The proxy's server, and what one session sees, is told and is asked.
+
+- ``proxy``: ``Proxy``: the SDK's server wired to everything else.
+- ``views``: what one caller may see, cached per access (the gateway's rules).
+- ``exposure``: the listing: every tool, or search mode's ``find_tools`` and its two call
+  routes; ``own_tools`` owns their definitions as JSON values.
+- ``passthrough``: resources, prompts, completion, logging level, roots.
+- ``notifications``: ``list_changed`` audiences, ``subscriptions/listen`` streams and quotas.
+- ``status``: the one owner of the status: counts, what a caller may see of it.
+- ``requests_back``: requests and notices upstreams send back, routed to the session whose
+  call caused them; ``capabilities``: what upstreams are offered of the client's.
+- ``rounds``: a 2026-07-28 call suspended while its upstream asks the client something;
+  ``request_state``: the keys sealing ``requestState``.
+- ``outbox``: on the gateway, each session's notices posted, never awaited.
+- ``sdk``: the one adapter over the SDK's private attributes, and the gateway's session manager.
+"""
