@@ -25,6 +25,8 @@ Measured by ``benchmarks/scan.py`` (the figures are in ``docs/TRUST.md``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import functools
 import importlib
@@ -57,6 +59,8 @@ scanned and the definition gets the ``too-long`` finding, which holds like any o
 MAX_DEFINITION_CHARS = 256 * 1024
 PURPOSE_CHARS = 300
 """The most characters of a description read as what the tool says it is for (its first sentence)."""
+MIN_ENCODED = 24
+"""The shortest run of base64 decoded (16 bytes: a short sentence)."""
 MAX_TOKEN_CHARS = 256
 """The longest word looked up as another server's tool (MCP names have at most 128 characters)."""
 _FLAGS = re.MULTILINE
@@ -72,6 +76,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[_.\-]+")
 _QUOTED = re.compile(r"'([^']*)'")
 _WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
 _SRE_PARSE: Any = importlib.import_module("re._parser")
 """The standard library's regular-expression parser (``re`` compiles with it): its tree gives
@@ -454,6 +459,7 @@ class Scanner:
             said = f"over {MAX_FIELD_CHARS:,} characters in one text or {MAX_DEFINITION_CHARS:,} in all"
             self._check(found, "too-long", "length", cut, said)
         self._characters(read, found)
+        read = [*read, *self._decoded(read, found)]
         # A parameter's name is read as words too: a schema can spell its instruction in one.
         worded = [
             *read,
@@ -532,6 +538,21 @@ class Scanner:
             return
         info = self.checks.get(check) or _Check(check.replace("-", " "), "hold")
         found[check] = Finding(check, finding, where, excerpt, info.explain, info.severity, offset)
+
+    def _decoded(self, units: Sequence[Unit], found: dict[str, Finding]) -> Iterator[Unit]:
+        """Text spelled in base64 inside a string, decoded, as one more string of the same field
+        (a note says so): a person sees letters, the model can decode them. In code, not a
+        pattern: a pattern cannot decode."""
+        for unit in units:
+            if unit.scope not in ("text", "parameter") or len(unit.text) < MIN_ENCODED:
+                continue
+            if max(map(len, unit.text.split()), default=0) < MIN_ENCODED:
+                continue  # no word long enough: the common case, decided without a search
+            for match in _BASE64.finditer(unit.text):
+                decoded = _words_in_base64(match[0])
+                if decoded is not None:
+                    self._check(found, "encoded-text", "characters", unit.where, _clip(decoded))
+                    yield Unit(f"{unit.where} (decoded from base64)", decoded, unit.scope)
 
     def _characters(self, units: Sequence[Unit], found: dict[str, Finding]) -> None:
         for unit in units:
@@ -623,6 +644,19 @@ class _OwnPurpose:
             parts.append(description[: first.start()] if first else description)
             self.text = "\n".join(parts).lower()
         return expression.search(self.text) is not None
+
+
+def _words_in_base64(candidate: str) -> str | None:
+    """``candidate`` decoded, if it is base64 of readable text (words and spaces), else None."""
+    try:
+        raw = base64.b64decode(candidate + "=" * (-len(candidate) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    letters = sum(char.isalpha() for char in decoded)
+    if decoded.count(" ") < 2 or letters < 0.6 * len(decoded) or not decoded.isprintable():
+        return None
+    return decoded
 
 
 def _scope(raw: Mapping[str, Any]) -> Literal["text", "parameter"]:

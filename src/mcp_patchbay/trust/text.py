@@ -23,6 +23,7 @@ is left alone, so the patterns written for other languages still read it.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -92,6 +93,7 @@ _ANSI = re.compile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)
 """A terminal's control sequence (``ESC [ 8 m`` conceals what follows; ``ESC ] 8`` a hyperlink's
 hidden address): read as nothing, whole."""
 _SPACES = re.compile(r"[^\S\n]+")
+_ENTITY = re.compile(r"&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 
 def _letter_of_joining_script(char: str) -> bool:
@@ -246,9 +248,11 @@ def name_lookalikes(name: str) -> str | None:
 
 
 def visible_text(text: str) -> str:
-    """``text`` as the patterns read it: NFKC, hidden characters out, look-alikes in mixed words
-    made Latin, runs of spaces made one (line breaks kept: patterns stop at them; a carriage
-    return that starts a line over is one)."""
+    """``text`` as the patterns read it: HTML character references decoded (``&#73;gnore``), NFKC,
+    hidden characters out, look-alikes in mixed words made Latin, runs of spaces made one (line
+    breaks kept: patterns stop at them; a carriage return that starts a line over is one)."""
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
     if not plain(text):
         text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
         hidden = hidden_positions(text)
