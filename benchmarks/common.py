@@ -1,7 +1,7 @@
 """Shared pieces of the stdio benchmarks: paths, configs, the sides' commands, clients, statistics.
 
 Not run on its own; ``scripts/bench`` runs ``benchmarks.report``, which imports the modules
-beside this one. Processes, ports and ``/proc`` readings are in ``benchmarks.processes``.
+beside this one. Processes, ports and ``/proc`` readings are in ``tests.processes``.
 """
 
 from __future__ import annotations

@@ -48,10 +48,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from tests.processes import cpu_seconds, free_port, rss_kib
+
 from benchmarks.common import PY, ROOT, WORK, errlog, log, median, write_config
 from benchmarks.gateway_load import Connection, HTTPError, http_request
 from benchmarks.gateway_peer import hub, install, render_peer
-from benchmarks.processes import cpu_seconds, free_port, rss_kib
 
 UPSTREAM_SCRIPT = str(ROOT / "tests" / "servers" / "gateway_upstream.py")
 LOAD_SCRIPT = str(ROOT / "benchmarks" / "gateway_load.py")

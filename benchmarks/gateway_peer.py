@@ -18,8 +18,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from tests.processes import free_port
+
 from benchmarks.common import ROOT, WORK, errlog
-from benchmarks.processes import free_port
 
 HUB_VERSION = "4.2.1"
 PEERS = ROOT / ".bench" / "peers"

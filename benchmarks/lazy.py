@@ -35,10 +35,10 @@ import time
 from typing import Any
 
 import anyio
+from tests.processes import children_of, cmdline, rss_kib
 
 from benchmarks.common import BENCH_SERVER, PY, ROOT, WORK, bench_server_entry, log, median, raw_process, write_config
 from benchmarks.doc_sections import replace_section
-from benchmarks.processes import children_of, cmdline, rss_kib
 
 DATA_HOME = WORK / "lazy-data"
 SPAWN_LOG = WORK / "spawns-lazy.log"

@@ -18,9 +18,9 @@ import json
 from typing import Any
 
 import anyio
+from tests.processes import children_of, rss_kib
 
 from benchmarks.common import bench_server_entry, log, median, proxy_command, raw_process, write_config
-from benchmarks.processes import children_of, rss_kib
 
 UPSTREAMS = 16
 

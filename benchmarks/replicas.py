@@ -65,9 +65,9 @@ from typing import Any
 
 import anyio
 import httpx2
+from tests.processes import free_ports, has_environ, pids, running
 
 from benchmarks import replicas_report
-from benchmarks.processes import free_ports, has_environ, pids, running
 from benchmarks.replicas_clients import LEGACY, MODERN, Plan, Record, worker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -58,6 +58,7 @@ from typing import Any
 
 import anyio
 from mcp import StdioServerParameters
+from tests.processes import children_of
 
 from benchmarks.common import (
     PROXY_ENV,
@@ -77,7 +78,6 @@ from benchmarks.common import (
     write_config,
 )
 from benchmarks.doc_sections import replace_section
-from benchmarks.processes import children_of
 
 Measure = Callable[[], Awaitable[float]]
 

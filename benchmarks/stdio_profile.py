@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from tests.processes import children_of, cpu_seconds
 
 from benchmarks.common import (
     BENCH_SERVER,
@@ -39,7 +40,6 @@ from benchmarks.common import (
     raw_process,
     write_config,
 )
-from benchmarks.processes import children_of, cpu_seconds
 
 PYSPY = str(ROOT / ".venv" / "bin" / "py-spy")
 ARGS = {"text": "hello"}

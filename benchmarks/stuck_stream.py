@@ -39,8 +39,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
-from benchmarks.processes import free_port, rss_kib
+from tests.processes import free_port, rss_kib
 
 ROOT = Path(__file__).resolve().parent.parent
 URI = "feed://stuck/" + "x" * 8000

@@ -1,6 +1,7 @@
 import logging
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -8,6 +9,23 @@ import pytest
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def opened_connections(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every connection the HTTP lanes' pools open during the test (keep-alive works when
+    one is opened for many calls)."""
+    from mcp_patchbay.fastpath import http1
+
+    opened: list[object] = []
+
+    class Counted(http1.Connection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    monkeypatch.setattr(http1, "Connection", Counted)
+    return opened
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -5,7 +5,7 @@
   record file; after the proxy stops, ``wait_gone`` proves each one is dead.
 - ``wait_gone``: waits on a pidfd (an event, not a poll) for each process to exit;
   ``start_time``, ``alive``, ``children_of``, ``descendants_of`` read /proc through
-  ``benchmarks.processes`` (the one reading of /proc/PID/stat, and ``free_port``, ``cmdline``).
+  ``tests.processes`` (the one reading of /proc/PID/stat, and ``free_port``, ``cmdline``).
 - ``assert_clean_model_text``: what the model is shown is short, and holds no file path,
   traceback or secret.
 - ``conformance_suite_problem``, ``run_suite``, ``suite_checks``, ``bad_checks``: the official
@@ -34,13 +34,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from benchmarks.processes import pids, stat_fields
 from mcp import Client
 
 from mcp_patchbay.config import Config, parse_config
 from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.upstreams.upstream import Upstream
 from tests.harness import proxy_transport
+from tests.processes import pids, stat_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"

@@ -26,6 +26,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 
 from mcp_patchbay.config import Config, RemoteSpec, StdioSpec, parse_config
 from mcp_patchbay.session.proxy import Proxy
+from mcp_patchbay.session.sdk import SessionManager
 from mcp_patchbay.upstreams.transports import Link
 
 ToolFn = Callable[[ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -255,3 +256,8 @@ def logged(logger: str, text: str) -> Iterator[anyio.Event]:
     finally:
         log.removeHandler(handler)
         log.setLevel(level)
+
+
+def sessions_of(manager: SessionManager, member: str) -> int:
+    """The 2025-era sessions ``member`` holds on the gateway."""
+    return manager._held[member]  # pyright: ignore[reportPrivateUsage]

@@ -223,7 +223,7 @@ async def test_one_member_cannot_take_every_listen_stream() -> None:
                         async with bob.listen(tools_list_changed=True):
                             pass
                     assert "its limit" in full.value.error.message
-            await until(lambda: not gateway.proxy._listen_streams)  # pyright: ignore[reportPrivateUsage]  # a stream's end counts it down
+            await until(lambda: not gateway.proxy.changes.listen_streams)  # a stream's end counts it down
             async with alice.listen(tools_list_changed=True), alice.listen(tools_list_changed=True):
                 pass
 

@@ -161,14 +161,16 @@ def assert_path(gateway: Gateway, path: str, served: int, fast: int | None = Non
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_calls_of_both_eras_on_one_kept_connection(path: str, mode: str) -> None:
+async def test_calls_of_both_eras_on_one_kept_connection(
+    path: str, mode: str, opened_connections: list[object]
+) -> None:
     async with gateway_before(Remote()) as (gateway, base), client(base, mode=mode) as c:
         for n in range(5):
             assert result_text(await c.call_tool("remote__echo", {"text": f"hi {n}"})) == f"hi {n}"
         assert_path(gateway, path, 5)
         lane = lane_of(gateway)
         if lane is not None:
-            assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage] - keep-alive: one connection
+            assert len(opened_connections) == 1  # keep-alive: one connection
 
 
 async def test_progress_reaches_the_caller(path: str) -> None:
@@ -619,7 +621,7 @@ async def _stop(lane: HttpLane, writers: list[asyncio.StreamWriter], server: asy
     await server.wait_closed()
 
 
-async def test_a_kept_connection_the_server_closed_while_idle_is_replaced() -> None:
+async def test_a_kept_connection_the_server_closed_while_idle_is_replaced(opened_connections: list[object]) -> None:
     """A keep-alive connection the server closed while it sat in the pool (its idle timeout):
     the request never left, so it goes on a new connection."""
     lane, seen, writers, server, closed = await _kept_connection_lane(close_after_answer=True)
@@ -632,13 +634,13 @@ async def test_a_kept_connection_the_server_closed_while_idle_is_replaced() -> N
                 await asyncio.sleep(0)  # the client's side reads the close
             assert await lane.request("tools/call", {"name": "b"}) == {"content": []}
         assert seen == ["a", "b"]
-        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+        assert len(opened_connections) == 2
         assert lane.served == 2 and lane.fell_back == 0
     finally:
         await _stop(lane, writers, server)
 
 
-async def test_a_request_the_server_read_before_closing_is_not_sent_twice() -> None:
+async def test_a_request_the_server_read_before_closing_is_not_sent_twice(opened_connections: list[object]) -> None:
     """A kept connection that dies once the request was written: the server may have run it,
     so the call fails (the connection is lost) rather than running twice."""
     lane, seen, writers, server, _ = await _kept_connection_lane(close_after_answer=False)
@@ -648,12 +650,14 @@ async def test_a_request_the_server_read_before_closing_is_not_sent_twice() -> N
             with pytest.raises(ConnectionError):
                 await lane.request("tools/call", {"name": "b"})
         assert seen == ["a", "b"]
-        assert lane._pool.opened == 1  # pyright: ignore[reportPrivateUsage]
+        assert len(opened_connections) == 1
     finally:
         await _stop(lane, writers, server)
 
 
-async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_connection_idle_too_long_is_not_reused(
+    monkeypatch: pytest.MonkeyPatch, opened_connections: list[object]
+) -> None:
     monkeypatch.setattr(http1, "IDLE_SECONDS", -1.0)  # every idle connection is too old
     lane, seen, writers, server, _ = await _kept_connection_lane(close_after_answer=False)
     try:
@@ -661,7 +665,7 @@ async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.Monk
             assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
             assert await lane.request("tools/call", {"name": "b"}) == {"content": []}
         assert seen == ["a", "b"]
-        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+        assert len(opened_connections) == 2
     finally:
         await _stop(lane, writers, server)
 

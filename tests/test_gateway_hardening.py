@@ -23,7 +23,7 @@ from mcp_patchbay.config.gateway import listen_address
 from mcp_patchbay.gateway import app as app_module
 from mcp_patchbay.gateway import edge
 from mcp_patchbay.gateway.auth import build_auth
-from tests.harness import until
+from tests.harness import sessions_of, until
 from tests.jwt_util import FakeIssuer
 from tests.test_gateway import ALICE, BOB, client, gateway_config, result_text, running, upstreams
 
@@ -72,7 +72,7 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
 
             third = await open_session(http, ALICE)  # room is made: the idle, least recently used one ends
             assert third.status_code == 200
-            assert gateway.manager.sessions_of("alice (token)") == 2
+            assert sessions_of(gateway.manager, "alice (token)") == 2
             assert (await ping(http, ALICE, second)).status_code == 404
             assert (await ping(http, ALICE, first)).status_code == 200
             third_id = third.headers["mcp-session-id"]
@@ -95,7 +95,7 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
             # A 10,000-session loop of one token costs it its own old sessions, never more than its share.
             for _ in range(50):
                 assert (await open_session(http, ALICE)).status_code == 200
-            assert gateway.manager.sessions_of("alice (token)") == 2
+            assert sessions_of(gateway.manager, "alice (token)") == 2
             assert gateway.manager.sessions == 2
 
             # DELETE and the proxy's end_session count down too.
@@ -110,10 +110,10 @@ async def test_one_token_cannot_take_every_session_and_others_still_connect() ->
                 },
             )
             assert ended.status_code == 200
-            assert gateway.manager.sessions_of("alice (token)") == 1
+            assert sessions_of(gateway.manager, "alice (token)") == 1
             other = await open_session(http, ALICE)
             await gateway.manager.end_session(other.headers["mcp-session-id"])
-            assert gateway.manager.sessions_of("alice (token)") == 1
+            assert sessions_of(gateway.manager, "alice (token)") == 1
 
 
 async def test_a_crowd_of_openings_at_the_member_cap_gets_200_or_429_never_a_dropped_session(
@@ -142,7 +142,7 @@ async def test_a_crowd_of_openings_at_the_member_cap_gets_200_or_429_never_a_dro
             assert sorted({a.status_code for a in answers}) == [200, 429], [a.status_code for a in answers]
             assert all(int(a.headers["retry-after"]) > 0 for a in answers if a.status_code == 429)
             assert all("protocolVersion" in a.text for a in answers if a.status_code == 200)
-            assert gateway.manager.sessions_of("alice (token)") <= 4
+            assert sessions_of(gateway.manager, "alice (token)") <= 4
     troubles = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert not troubles, [r.getMessage() for r in troubles]
 
@@ -199,7 +199,7 @@ async def test_a_client_that_never_ends_its_sessions_does_not_lock_its_user_out(
         for _ in range(5):  # five runs of a client that connects, lists, and exits without a DELETE
             async with client(base, token=ALICE) as alice:
                 assert "time__now" in {t.name for t in (await alice.list_tools()).tools}
-        assert gateway.manager.sessions_of("alice (token)") <= 2
+        assert sessions_of(gateway.manager, "alice (token)") <= 2
 
 
 async def test_sessions_that_go_idle_are_counted_down() -> None:
@@ -207,7 +207,7 @@ async def test_sessions_that_go_idle_are_counted_down() -> None:
     async with running(config, upstreams()) as (gateway, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
             assert (await open_session(http, ALICE)).status_code == 200
-            await until(lambda: not gateway.manager.sessions_of("alice (token)"))  # the idle timeout ends it
+            await until(lambda: not sessions_of(gateway.manager, "alice (token)"))  # the idle timeout ends it
             assert (await open_session(http, ALICE)).status_code == 200
 
 

@@ -76,12 +76,12 @@ async def never_called(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
     raise AssertionError("the request was not to be sent")
 
 
-async def test_a_request_that_cannot_be_written_is_the_client_s_error() -> None:
+async def test_a_request_that_cannot_be_written_is_the_client_s_error(opened_connections: list[object]) -> None:
     async with lane_against(never_called) as lane:
         with anyio.fail_after(10), pytest.raises(ClientError) as caught:
             await lane.request("tools/call", {"name": "a", "arguments": {"text": "\ud800"}})
         assert caught.value.code is Code.INVALID_ARGUMENTS
-        assert lane._pool.opened == 0  # pyright: ignore[reportPrivateUsage]
+        assert len(opened_connections) == 0
 
 
 def answering(head: bytes, then: bytes = b"", *, trickle: int = 0) -> Handler:
@@ -144,7 +144,9 @@ async def test_an_sse_event_trickled_byte_by_byte_is_read_in_linear_time() -> No
     assert time.perf_counter() - started < 5
 
 
-async def test_a_resumed_sse_stream_is_closed_once_its_answer_is_in(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_resumed_sse_stream_is_closed_once_its_answer_is_in(
+    monkeypatch: pytest.MonkeyPatch, opened_connections: list[object]
+) -> None:
     """The call's stream ends early; the lane resumes it (a GET with Last-Event-ID), reads the
     answer there, and drops that connection when its stream does not end."""
     monkeypatch.setattr(http_lane, "DRAIN_SECONDS", 0.01)
@@ -171,7 +173,7 @@ async def test_a_resumed_sse_stream_is_closed_once_its_answer_is_in(monkeypatch:
         with anyio.fail_after(10):
             assert await lane.request("tools/call", {"name": "a"}) == {"content": []}
             await resumed_closed.wait()
-        assert lane._pool.opened == 2  # pyright: ignore[reportPrivateUsage]
+        assert len(opened_connections) == 2
 
 
 async def test_an_sse_retry_that_is_not_plain_digits_is_ignored() -> None:

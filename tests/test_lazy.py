@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from benchmarks.processes import running
 from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -40,6 +39,7 @@ from tests.harness import (
     text,
     until,
 )
+from tests.processes import running
 
 pytestmark = pytest.mark.anyio
 

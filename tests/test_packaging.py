@@ -82,7 +82,7 @@ def test_the_sdist_includes_exist_and_carry_what_the_tests_import() -> None:
     included = HATCH_TARGETS["sdist"]["include"]
     for pattern in included:
         assert (ROOT / pattern.lstrip("/")).exists(), pattern
-    # tests/ import benchmarks.processes, and the README's first command reads configs/.
+    # tests/ read benchmarks/search_data/catalog.json, and the README's first command reads configs/.
     for needed in ("/src", "/tests", "/benchmarks", "/configs", "/README.md"):
         assert needed in included, needed
 

@@ -1,11 +1,13 @@
 """The scan of what the model reads (mcp_patchbay.trust.scan): its two quality gates, and each kind
-of finding. The gates are benchmarks/scan.py's: at least 95% of the poisoning set caught, none of
-its benign look-alikes and at most 1% of the real catalog's tools flagged. Each kind of rule has a
+of finding. The gates are tests/scan_figures.py's (benchmarks/scan.py prints them): at least 95% of
+the poisoning set caught, none of its benign look-alikes and at most 1% of the real catalog's tools
+flagged. Each kind of rule has a
 poisoned example and an honest look-alike of its own here (issue 36: what a description asks the
 model to do, not which words it uses)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tomllib
@@ -13,11 +15,11 @@ from importlib import resources
 from typing import Any
 
 import pytest
-from benchmarks import scan as bench
 
 from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.scan import Finding, ScanContext, Scanner
 from mcp_patchbay.trust.text import name_lookalikes, oddities, visible_text
+from tests import scan_figures as bench
 
 SCANNER = Scanner.default()
 
@@ -133,7 +135,7 @@ def test_a_gate_never_changes_what_is_found() -> None:
         replace(p, parts=tuple(map(ungated, p.parts)), none=tuple(map(ungated, p.none))) for p in SCANNER.patterns
     ]
     plain_scanner = Scanner(patterns, SCANNER.checks, {"order": ungated(SCANNER.order)})
-    data = bench.json.loads(bench.POISONED.read_text(encoding="utf-8"))
+    data = json.loads(bench.POISONED.read_text(encoding="utf-8"))
     for item in data["poisoned"] + data["benign"]:
         gated = bench.scan_fixture_item(SCANNER, item, data["other_servers"])
         assert gated == bench.scan_fixture_item(plain_scanner, item, data["other_servers"]), item["id"]

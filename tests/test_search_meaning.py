@@ -155,11 +155,10 @@ def test_a_broken_meaning_table_falls_back_to_words(
 
 def test_the_table_is_read_as_the_training_wrote_it(tmp_path: Path) -> None:
     import numpy as np
-    from benchmarks.search_data.train_meaning import write_table
 
     table = np.random.default_rng(23).normal(size=(50, 8)).astype(np.float32)
     table[3] = 0.0  # a row no text used and that maps to zeros keeps a usable scale
-    write_table(table, tmp_path / "t.safetensors")
+    meaning_module.write_table(table, tmp_path / "t.safetensors")
     read = meaning_module._read_table(tmp_path / "t.safetensors")  # pyright: ignore[reportPrivateUsage]
     assert read.shape == (50, 8)
     assert read.dtype == np.float16

@@ -32,11 +32,11 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 import pytest
-from benchmarks.processes import cmdline, pids, stat_fields
 
 from mcp_patchbay.upstreams import spawn
 from mcp_patchbay.upstreams.spawn import WATCHDOG_SCRIPT
 from tests.e2e_util import NODE_MODULES, SERVERS, alive, descendants_of, start_time, wait_gone
+from tests.processes import cmdline, pids, stat_fields
 
 STUBBORN = SERVERS / "stubborn_server.py"
 EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"

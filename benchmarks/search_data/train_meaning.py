@@ -185,26 +185,11 @@ def train(work: Path, epochs: int = 3, lr: float = 0.005, batch: int = 256, dims
             variance = 0.999 * variance + 0.001 * grad * grad
             table -= lr * (moment / (1 - 0.9**step)) / (np.sqrt(variance / (1 - 0.999**step)) + 1e-8)
         print(f"epoch {epoch}: held-out cosine {held_out_cosine(table):.3f}")
-    write_table(table)
+    sys.path.insert(0, str(ROOT / "src"))
+    from mcp_patchbay.search.meaning import write_table
 
-
-def write_table(table: np.ndarray, path: Path = TABLE) -> None:
-    """int8 rows and one float32 scale per row, as a safetensors file (``meaning.read_tensors``)."""
-    scales = (np.abs(table).max(1) / 127.0).astype(np.float32)
-    scales[scales == 0.0] = 1.0
-    rows = np.round(table / scales[:, None]).astype(np.int8)
-    header = {
-        "rows": {"dtype": "I8", "shape": list(rows.shape), "data_offsets": [0, rows.nbytes]},
-        "scales": {
-            "dtype": "F32",
-            "shape": list(scales.shape),
-            "data_offsets": [rows.nbytes, rows.nbytes + scales.nbytes],
-        },
-    }
-    encoded = json.dumps(header).encode()
-    encoded += b" " * (-len(encoded) % 8)
-    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + rows.tobytes() + scales.tobytes())
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    write_table(table, TABLE)
+    print(f"wrote {TABLE} ({TABLE.stat().st_size / 1e6:.1f} MB)")
 
 
 def main() -> None:

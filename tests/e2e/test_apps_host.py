@@ -35,9 +35,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from benchmarks.processes import free_port
 
 from tests.e2e_util import NODE_MODULES, ROOT
+from tests.processes import free_port
 
 try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright

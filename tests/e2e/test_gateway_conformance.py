@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks.processes import free_port
 
 from tests.e2e_util import (
     ANSI,
@@ -40,6 +39,7 @@ from tests.e2e_util import (
     run_suite,
     suite_checks,
 )
+from tests.processes import free_port
 
 pytestmark = [pytest.mark.e2e]
 

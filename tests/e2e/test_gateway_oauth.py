@@ -50,7 +50,6 @@ import anyio
 import httpx2
 import jwt
 import pytest
-from benchmarks.processes import free_port
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.client import ConnectMode
@@ -61,6 +60,7 @@ from tests.e2e.oauth_world.world import AUTHORIZATION_SERVER, NODE, Announced, b
 from tests.e2e.test_oauth_real import MemoryStorage, assert_no_secret, loopback_callback, patchbay, serving
 from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, result_text, start_time
 from tests.jwt_util import private_key
+from tests.processes import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

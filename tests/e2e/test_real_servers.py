@@ -29,7 +29,6 @@ import anyio
 import anyio.abc
 import mcp_types as types
 import pytest
-from benchmarks.processes import cmdline
 from mcp import Client, StdioServerParameters
 
 from tests.e2e_util import (
@@ -44,6 +43,7 @@ from tests.e2e_util import (
     start_time,
     wait_gone,
 )
+from tests.processes import cmdline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

@@ -75,7 +75,7 @@ def _record(path: str | None, kind: str, name: str, pid: int) -> None:
 def _start_time(pid: int) -> int | None:
     """Field 22 of /proc/PID/stat: tells a process from a later one that reuses its pid.
 
-    The same reading as ``benchmarks.processes.stat_fields``, written out here because this
+    The same reading as ``tests.processes.stat_fields``, written out here because this
     server stays standalone: the proxy under test runs it by path (``python .../fault_server.py``),
     with no repository on ``sys.path`` to import the helper from, and it must start quickly."""
     try:

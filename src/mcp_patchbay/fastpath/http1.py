@@ -197,8 +197,6 @@ class Pool:
         self._connect_timeout = connect_timeout
         self._idle: list[Connection] = []
         self._closed = False
-        self.opened = 0
-        """Connections opened so far (tests read it: keep-alive works)."""
 
     async def acquire(self) -> Connection:
         """An idle connection still open, else a new one."""
@@ -214,7 +212,6 @@ class Pool:
             reader, writer = await asyncio.open_connection(
                 self.host, self.port, ssl=self._ssl, server_hostname=self.host if self._ssl else None, limit=READ_SIZE
             )
-        self.opened += 1
         return Connection(reader, writer)
 
     def release(self, connection: Connection) -> None:

@@ -104,6 +104,27 @@ def _read_table(path: Path) -> NDArray[np.float16]:
     return (rows.astype(np.float32) * scales[:, None]).astype(np.float16)
 
 
+def write_table(table: NDArray[np.float32], path: Path) -> None:
+    """The meaning table as ``_read_table`` reads it: int8 rows and one float32 scale per row, as a
+    safetensors file (``benchmarks/search_data/train_meaning.py`` writes the shipped one)."""
+    import numpy as np
+
+    scales: NDArray[np.float32] = (np.abs(table).max(1) / 127.0).astype(np.float32)
+    scales[scales == 0.0] = 1.0
+    rows: NDArray[np.int8] = np.round(table / scales[:, None]).astype(np.int8)
+    header = {
+        "rows": {"dtype": "I8", "shape": list(rows.shape), "data_offsets": [0, rows.nbytes]},
+        "scales": {
+            "dtype": "F32",
+            "shape": list(scales.shape),
+            "data_offsets": [rows.nbytes, rows.nbytes + scales.nbytes],
+        },
+    }
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + rows.tobytes() + scales.tobytes())
+
+
 def _read_tokenizer(folder: Path) -> Tokenizer:
     from tokenizers import Tokenizer
 

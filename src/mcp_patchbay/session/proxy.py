@@ -226,11 +226,6 @@ class Proxy:
     def on_activity(self, observer: Callable[[tuple[Any, ...]], None] | None) -> None:
         self.tools.on_activity = self.passthrough.on_activity = self.supervisor.on_activity = observer
 
-    @property
-    def _listen_streams(self) -> int:
-        """The ``subscriptions/listen`` streams open (on the gateway)."""
-        return self.changes.listen_streams
-
     # --- wiring ---------------------------------------------------------------------------
 
     def _build_server(self) -> Server[Any]:

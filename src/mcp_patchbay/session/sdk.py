@@ -389,10 +389,6 @@ class SessionManager(StreamableHTTPSessionManager):
         """Open 2025-era sessions."""
         return len(self._server_instances)  # pyright: ignore[reportPrivateUsage]
 
-    def sessions_of(self, member: str) -> int:
-        """Sessions ``member`` holds."""
-        return self._held[member]
-
     async def end_session(self, session_id: str) -> None:
         """End one session now: its id answers 404 from here on, and the connections of its
         GET streams are dropped (the session is ended because its client does not read: a

@@ -188,16 +188,6 @@ class PinStore:
                 self._write(records, grown)
             return kept
 
-    def update_all(self, change: Callable[[str, ServerPins], ServerPins]) -> dict[str, ServerPins]:
-        """``change`` applied to every record under one lock (``trust --all``); the changed ones."""
-        with self._locked():
-            records = self._current()
-            changed = {key: new for key, old in records.items() if not (new := change(key, old)).same_pins(old)}
-            if changed:
-                records.update({key: _record_bounded(record) for key, record in changed.items()})
-                self._write(records, tuple(changed))
-            return {key: records[key] for key in changed}
-
     # --- the file -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
