@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -243,3 +245,33 @@ def test_problems_never_raise_and_stay_short(arguments: dict[str, Any]) -> None:
     assert len(problems) <= MAX_PROBLEMS + 1
     for problem in problems:
         assert len(problem) <= 200
+
+
+_FIRST_IMPORT = """
+import sys, threading
+from mcp_patchbay.catalog import arguments
+
+unguarded = []
+
+class Watch:  # every jsonschema module found: was the module's import lock held?
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "jsonschema":
+            lock = getattr(arguments, "_IMPORTING", None)
+            if lock is None or not lock.locked():
+                unguarded.append(name)
+        return None
+
+sys.meta_path.insert(0, Watch())
+print(arguments.ArgumentChecker({"type": "object", "required": ["a"]}).problems({}))
+print(unguarded or "guarded")
+"""
+
+
+def test_jsonschema_is_imported_under_one_lock_so_the_preload_and_a_first_check_cannot_deadlock() -> None:
+    """The supervisor's preload (a worker thread) and a first call's check (the event loop) imported
+    jsonschema at once, and Python's import locks saw a cycle between the package and one of its
+    submodules: _DeadlockError in the preload's thread ended the proxy (seen in benchmarks.activity,
+    calls made as startup ended). A first check imports it only under the module's lock, as the
+    preload does, so one waits for the other."""
+    done = subprocess.run([sys.executable, "-c", _FIRST_IMPORT], capture_output=True, text=True, check=False)
+    assert done.stdout.splitlines() == ["[\"Missing required parameter 'a'\"]", "guarded"], done.stdout + done.stderr

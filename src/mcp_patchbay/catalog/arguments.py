@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -55,9 +56,16 @@ def _uri_key(uri: str) -> str:
     return re.sub(r"^https?://", "", uri.strip()).rstrip("#")
 
 
+_IMPORTING = threading.Lock()
+"""Held while ``jsonschema`` is imported: by the preload (a worker thread) or a first check (the event
+loop), never both at once. Both at once, Python's import locks once saw a cycle between the package
+and a submodule (``_DeadlockError`` in the preload's thread, which ended the proxy)."""
+
+
 @functools.cache
 def _validators_by_uri() -> dict[str, type[Validator]]:
-    import jsonschema  # (a tenth of a second: imported at the first check, not at start)
+    with _IMPORTING:
+        import jsonschema  # (a tenth of a second: imported at the first check, not at start)
 
     drafts: tuple[type[Validator], ...] = (
         jsonschema.Draft3Validator,
@@ -106,7 +114,8 @@ class ArgumentChecker:
         if not isinstance(self._schema, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             self._schema_error = f"inputSchema must be an object, got {_json_type(self._schema)}"
             return
-        from jsonschema.exceptions import SchemaError  # (see _validators_by_uri)
+        _validators_by_uri()  # jsonschema imported whole, under its lock, before any of its names
+        from jsonschema.exceptions import SchemaError
 
         schema = dict(self._schema)
         cls = _validator_class(schema)
