@@ -63,8 +63,7 @@ from mcp_patchbay.upstreams.listing import Listing, Rereads, read_listing, rerea
 from mcp_patchbay.upstreams.listing_cache import Cached
 from mcp_patchbay.upstreams.on_demand import Demand
 from mcp_patchbay.upstreams.spawn import Prespawned
-from mcp_patchbay.upstreams.transports import Connector, Link
-from mcp_patchbay.upstreams.transports.stdio import stdio_link
+from mcp_patchbay.upstreams.transports import Connector, Link, open_link
 from mcp_patchbay.wire.jsonrpc import Bounds
 
 if TYPE_CHECKING:
@@ -577,18 +576,12 @@ class Upstream:
     def _open_link(self, spec: StdioSpec | RemoteSpec) -> AbstractAsyncContextManager[Link]:
         if self.connector is not None:
             return self.connector(self.name, spec)
-        # The settings' bounds on every message (open_link gives the links the defaults).
-        if isinstance(spec, StdioSpec):
-            adopt = self.prespawned.take(self.name) if self.prespawned is not None else None
-            return stdio_link(self.name, spec, adopt, Bounds.of(self.settings))
-        auth = self.gate.provider() if self.gate is not None else None
-        from mcp_patchbay.upstreams.transports.http import (  # the SDK's HTTP client: when needed
-            sse_link,
-            streamable_http_link,
+        # Only a stdio server is adopted, only a remote one signed in to.
+        adopt = self.prespawned.take(self.name) if self.prespawned is not None and isinstance(spec, StdioSpec) else None
+        auth = self.gate.provider() if self.gate is not None and isinstance(spec, RemoteSpec) else None
+        return open_link(
+            self.name, spec, self.settings.connect_timeout, adopt=adopt, auth=auth, bounds=Bounds.of(self.settings)
         )
-
-        link = sse_link if spec.transport == "sse" else streamable_http_link
-        return link(spec, self.settings.connect_timeout, auth, Bounds.of(self.settings))
 
     async def refresh_soon(self, what: str) -> None:
         """The upstream said a list changed: re-read it, a burst of such notices coalesced (``listing.Rereads``)."""

@@ -26,25 +26,33 @@ from mcp_patchbay.upstreams.transports.link import Connector, Link
 if TYPE_CHECKING:
     import httpx2
 
+    from mcp_patchbay.wire.jsonrpc import Bounds
+
 
 def open_link(
     name: str,
     spec: StdioSpec | RemoteSpec,
     connect_timeout: float,
+    *,
     adopt: subprocess.Popen[bytes] | None = None,
     auth: httpx2.Auth | None = None,
+    bounds: Bounds | None = None,
 ) -> AbstractAsyncContextManager[Link]:
-    """The link for a config entry; ``adopt`` is a process already started for it (``spawn``);
-    ``auth`` signs a remote server's requests (``oauth.UpstreamAuth``)."""
+    """The link for a config entry, the one dispatch by transport (``Upstream`` and sign-in open
+    theirs here); ``adopt`` is a process already started for it (``spawn``); ``auth`` signs a
+    remote server's requests (``oauth.UpstreamAuth``); ``bounds`` bound every message (the
+    defaults if not given)."""
     if isinstance(spec, StdioSpec):
         from mcp_patchbay.upstreams.transports.stdio import stdio_link
 
-        return stdio_link(name, spec, adopt)
-    from mcp_patchbay.upstreams.transports.http import sse_link, streamable_http_link
+        return stdio_link(name, spec, adopt, bounds)
+    from mcp_patchbay.upstreams.transports.http import (  # the SDK's HTTP client: when needed
+        sse_link,
+        streamable_http_link,
+    )
 
-    if spec.transport == "sse":
-        return sse_link(spec, connect_timeout, auth)
-    return streamable_http_link(spec, connect_timeout, auth)
+    link = sse_link if spec.transport == "sse" else streamable_http_link
+    return link(spec, connect_timeout, auth, bounds)
 
 
 __all__ = ["Connector", "Link", "open_link"]
