@@ -79,6 +79,7 @@ _WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
 _SRE_PARSE: Any = importlib.import_module("re._parser")
+_SRE: Any = importlib.import_module("re._constants")
 """The standard library's regular-expression parser (``re`` compiles with it): its tree gives
 each branch's gate. Private, and stable across the versions this runs on (3.11 to 3.13)."""
 
@@ -745,35 +746,35 @@ def _candidates(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
     found: list[frozenset[str]] = []
     run: list[str] = []
     for op, value in items:
-        kind = str(op)
-        if kind == "LITERAL":
+        if op is _SRE.LITERAL:
             run.append(chr(value))
             continue
         if run:
             found.append(frozenset({"".join(run)}))
             run = []
-        found.extend(_inner(kind, value))
+        found.extend(_inner(op, value))
     if run:
         found.append(frozenset({"".join(run)}))
     useful = [strings for strings in found if _cost(strings) < 40]
     return sorted(set(useful), key=_cost)
 
 
-def _inner(kind: str, value: Any) -> list[frozenset[str]]:
+def _inner(op: Any, value: Any) -> list[frozenset[str]]:
     """What one parsed item that is not a literal requires of every match: its best set, or none."""
-    if kind == "SUBPATTERN":
+    if op is _SRE.SUBPATTERN:
         return _candidates(list(value[3]))[:1]
-    if kind == "BRANCH":
+    if op is _SRE.BRANCH:
         each = [_candidates(list(alternative))[:1] for alternative in value[1]]
         return [frozenset[str]().union(*(best[0] for best in each))] if each and all(each) else []
-    if kind in ("MAX_REPEAT", "MIN_REPEAT") and value[0] >= 1:
+    if (op is _SRE.MAX_REPEAT or op is _SRE.MIN_REPEAT) and value[0] >= 1:
         return _candidates(list(value[2]))[:1]
-    members = cast("list[tuple[Any, int]]", value) if kind == "IN" else []
-    if members and len(members) <= 4 and all(str(member) == "LITERAL" for member, _ in members):
+    members = cast("list[tuple[Any, int]]", value) if op is _SRE.IN else []
+    if members and len(members) <= 4 and all(member is _SRE.LITERAL for member, _ in members):
         return [frozenset(chr(code) for _, code in members)]
     return []
 
 
+@functools.cache
 def _cost(strings: frozenset[str]) -> float:
     """How often a text is likely to hold one of ``strings``: short and common strings cost most."""
     total = 0.0
@@ -799,12 +800,11 @@ def _branches(expression: str) -> tuple[re.Pattern[str], ...]:
                 return tuple(re.compile(f"(?:{part}){whole[2]}", _FLAGS) for part in inner)
             except re.error:
                 pass
-    re.compile(expression, _FLAGS)  # a mistake in the file is reported as the file has it
     parts = _alternatives(expression)
     try:
         return tuple(re.compile(part, _FLAGS) for part in parts)
     except re.error:
-        return (re.compile(expression, _FLAGS),)
+        return (re.compile(expression, _FLAGS),)  # a mistake in the file is reported as the file has it
 
 
 _ONE_GROUP = re.compile(r"\((?!\?)(.*)\)(\\b)?", re.DOTALL)
