@@ -103,7 +103,7 @@ class _ReadyWatch:
             for line in self._pipe:
                 out.write(line)
                 out.flush()
-                if b"mcp_patchbay.gateway: ready: " in line:
+                if b"mcp_patchbay.gateway.app: ready: " in line:
                     self.ready.set()
         self.ended.set()
         self.ready.set()

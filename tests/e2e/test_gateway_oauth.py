@@ -331,7 +331,7 @@ def running_gateway(tmp: Path, issuer: str, *, access: list[dict[str, Any]] | No
     gateway = Gateway(url, base, process, stderr, tee.said)
     try:
         _wait_until_said(gateway, f"mcp-patchbay: serving MCP at {url}", "the announcement")
-        _wait_until_said(gateway, "mcp_patchbay.gateway: ready: ", "readiness")  # logged once /readyz says 200
+        _wait_until_said(gateway, "mcp_patchbay.gateway.app: ready: ", "readiness")  # logged once /readyz says 200
         assert _ready(base)
         upstreams = [(pid, start_time(pid)) for pid in descendants_of(process.pid)]
         assert len(upstreams) >= 2, upstreams  # mcp-server-time and the fault_server
