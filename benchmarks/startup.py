@@ -29,16 +29,19 @@ directly, against the proxy with ``pin: "off"``, with ``pin: "hold"`` (the defau
 data folder (every definition first seen: scanned and pinned), with ``pin: "hold"`` on a second
 start (a data folder an unmeasured start pinned), and with ``pin: "hold"`` first seeing these ten
 beside the pins of other configs (the 35 servers and 522 tools of ``search_data/catalog.json``,
-a 1.2 MB file: the pins file is the user's, shared by every config). Each side has a data
+a 0.8 MB file: the pins file is the user's, shared by every config). Each side has a data
 folder of its own under ``.bench/`` (``XDG_DATA_HOME``), never the user's. ``--write`` puts the
 figures in docs/PERFORMANCE.md's "Starting with pins" section (``doc_sections``).
 
-    .venv/bin/python -m benchmarks.startup --pins [--reps 7] [--commit REV] [--write [--before FILE]]
+    .venv/bin/python -m benchmarks.startup --pins [--reps 7] [--commit REV] [--against REV] [--write]
+    .venv/bin/python -m benchmarks.startup --pins --write --render FILE [--before FILE]
 
 ``--commit REV`` runs the proxy from ``REV``'s ``src/`` (``git archive``, unpacked under
-``.bench/startup-pins-src/``), so the working tree's uncommitted edits stay out of the figures.
-Each run's results are saved as ``.bench/startup-pins-COMMIT.json``; ``--before`` one of them
-shows that run beside this one in the section.
+``.bench/startup-pins-src/``), so the working tree's uncommitted edits stay out of the figures;
+``--against REV`` measures that commit's proxy too, its sides interleaved with the others' in
+the same rotation (the same direct runs for both), shown as "before". Each result is saved as
+``.bench/startup-pins-COMMIT.json``; ``--before`` one of them shows it beside this one in the
+section, and ``--render`` one writes the section from it.
 
 The clock runs from just before the spawn until the last ``tools/list`` (or ``initialize``)
 answer; shutting down is not counted.
@@ -51,6 +54,7 @@ import json
 import os
 import shutil
 import subprocess
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -74,7 +78,6 @@ from benchmarks.common import (
     proxy_command,
     proxy_params,
     raw_process,
-    use_source,
     write_config,
 )
 from benchmarks.doc_sections import replace_section
@@ -247,40 +250,39 @@ PIN_SIDES = (
 CATALOG = ROOT / "benchmarks" / "search_data" / "catalog.json"
 
 
-def _in_data_folder(config: Any, folder: Any) -> StdioServerParameters:
-    """The proxy of ``config`` with its own data folder (``XDG_DATA_HOME``: the pins file in it)."""
+def _in_data_folder(config: Any, folder: Any, source: Path | None) -> StdioServerParameters:
+    """The proxy of ``config`` with its own data folder (``XDG_DATA_HOME``: the pins file in it),
+    run from ``source`` (a ``src/``; None: as the other benchmarks run it)."""
     command = proxy_command(config)
     environment = {**PROXY_ENV, "XDG_DATA_HOME": str(folder)}
+    if source is not None:
+        environment["PYTHONPATH"] = str(source)
     return StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT), env=environment)
 
 
-def pin_scenarios() -> dict[str, Measure]:
-    ten = {f"s{i}": bench_server_entry(f"s{i}", spawn_log=SPAWN_LOG) for i in range(10)}
-    hold = write_config("startup-10-hold", ten)  # pin and scan at their defaults: hold
-    off = write_config("startup-10-off", ten, pin="off")
-    shutil.rmtree(PINS_DATA, ignore_errors=True)
-    fresh_count = [0]
+TEN = {f"s{i}": bench_server_entry(f"s{i}", spawn_log=SPAWN_LOG) for i in range(10)}
 
-    async def fresh() -> float:
-        fresh_count[0] += 1
-        folder = PINS_DATA / f"fresh-{fresh_count[0]}"  # nothing pinned: every definition first seen
-        return await listed(_in_data_folder(hold, folder), 10)
 
+def pin_scenarios(name: str, source: Path | None) -> dict[str, Measure]:
+    """The proxy's sides, run from ``source``, each in data folders under ``.bench/startup-pins/NAME``."""
+    hold = write_config("startup-10-hold", TEN)  # pin and scan at their defaults: hold
+    off = write_config("startup-10-off", TEN, pin="off")
+    data = PINS_DATA / name
+    counts = {"fresh": 0, "beside": 0}
     others = _others_pinned(PINS_DATA / "others")
-    beside_count = [0]
 
-    async def beside() -> float:
-        beside_count[0] += 1
-        folder = PINS_DATA / f"beside-{beside_count[0]}"
-        shutil.copytree(others, folder)
-        return await listed(_in_data_folder(hold, folder), 10)
+    async def first_sight(kind: str) -> float:
+        counts[kind] += 1
+        folder = data / f"{kind}-{counts[kind]}"  # nothing of this config pinned: every definition first seen
+        if kind == "beside":
+            shutil.copytree(others, folder)
+        return await listed(_in_data_folder(hold, folder, source), 10)
 
     return {
-        "direct": lambda: all_listed([direct_params(e) for e in ten.values()]),
-        "pin off": lambda: listed(_in_data_folder(off, PINS_DATA / "off"), 10),
-        "pin hold, fresh data folder": fresh,
-        "pin hold, second start": lambda: listed(_in_data_folder(hold, PINS_DATA / "second"), 10),
-        "pin hold, beside other configs' pins": beside,
+        "pin off": lambda: listed(_in_data_folder(off, data / "off", source), 10),
+        "pin hold, fresh data folder": lambda: first_sight("fresh"),
+        "pin hold, second start": lambda: listed(_in_data_folder(hold, data / "second", source), 10),
+        "pin hold, beside other configs' pins": lambda: first_sight("beside"),
     }
 
 
@@ -291,6 +293,8 @@ def _others_pinned(folder: Any) -> Any:
     from mcp_patchbay.trust.decide import Policy, decide
     from mcp_patchbay.trust.store import PinStore, entry_key
 
+    if (folder / "mcp-patchbay" / "pins.json").exists():
+        return folder
     catalog = json.loads(CATALOG.read_text(encoding="utf-8"))
     store = PinStore(folder / "mcp-patchbay" / "pins.json")
     config = WORK / "another-config.json"
@@ -309,79 +313,99 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
 
 
-def measure_commit(rev: str) -> str:
-    """Run the proxy from ``rev``'s ``src/``; its short hash."""
+def unpacked(rev: str) -> tuple[str, Path]:
+    """``rev``'s short hash and its ``src/``, unpacked under ``.bench/startup-pins-src/``."""
     commit = _git("rev-parse", "--short", rev)
     folder = WORK / "startup-pins-src" / commit
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", commit, "src"], capture_output=True, check=True, cwd=ROOT)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    use_source(folder / "src")
-    return commit
+    return commit, folder / "src"
 
 
-async def pins(reps: int, commit: str) -> dict[str, Any]:
-    """The start with 10 upstreams under each pin side, ``reps`` times, the sides' order rotating."""
-    sides = pin_scenarios()
-    load_before = _load()
-    for label in ("direct", "pin hold, second start", "pin off"):  # warm caches; pins the second start's folder
-        await sides[label]()
-    samples: dict[str, list[float]] = {label: [] for label in sides}
-    labels = list(sides)
-    for rep in range(reps):
-        for label in labels[rep % len(labels) :] + labels[: rep % len(labels)]:
-            samples[label].append(await sides[label]() * 1000)
-    direct = median(samples["direct"])
-    result: dict[str, Any] = {
-        "reps": reps,
-        "load_before": load_before,
-        "load_after": _load(),
-        "commit": commit,
-        "sides": {
-            label: {
-                "median_ms": median(values),
-                "ratio": median(values) / direct,
-                "paired_ratio": median([v / d for v, d in zip(values, samples["direct"], strict=True)]),
-                "samples_ms": [round(v, 1) for v in values],
-            }
-            for label, values in samples.items()
-        },
+async def pins(reps: int, sources: dict[str, Path | None]) -> list[dict[str, Any]]:
+    """The start with 10 upstreams under each pin side of each source (by name: a commit), ``reps``
+    times, every side of every source in one rotating order; a result per source."""
+    shutil.rmtree(PINS_DATA, ignore_errors=True)
+    sides: dict[tuple[str, str], Measure] = {
+        ("", "direct"): lambda: all_listed([direct_params(e) for e in TEN.values()])
     }
-    log(
-        "  startup, 10 upstreams: "
-        + ", ".join(f"{k} {v['median_ms']:.0f} ms ({v['ratio']:.2f}x)" for k, v in result["sides"].items())
-        + f"; load {load_before:.2f} -> {result['load_after']:.2f}"
-    )
-    return result
+    for name, source in sources.items():
+        sides.update({(name, label): measure for label, measure in pin_scenarios(name, source).items()})
+    load_before = _load()
+    for (_, label), measure in sides.items():  # warm caches; pins the second start's folders
+        if label in ("direct", "pin hold, second start", "pin off"):
+            await measure()
+    samples: dict[tuple[str, str], list[float]] = {side: [] for side in sides}
+    order = list(sides)
+    for rep in range(reps):
+        for side in order[rep % len(order) :] + order[: rep % len(order)]:
+            samples[side].append(await sides[side]() * 1000)
+    load_after = _load()
+    direct = samples[("", "direct")]
+    results: list[dict[str, Any]] = []
+    for name in sources:
+        values = {"direct": direct, **{label: v for (of, label), v in samples.items() if of == name}}
+        result: dict[str, Any] = {
+            "reps": reps,
+            "load_before": load_before,
+            "load_after": load_after,
+            "commit": name,
+            "interleaved_with": [other for other in sources if other != name],
+            "sides": {
+                label: {
+                    "median_ms": median(v),
+                    "ratio": median(v) / median(direct),
+                    "paired_ratio": median([a / d for a, d in zip(v, direct, strict=True)]),
+                    "samples_ms": [round(a, 1) for a in v],
+                }
+                for label, v in values.items()
+            },
+        }
+        results.append(result)
+        log(
+            f"  startup, 10 upstreams, {name}: "
+            + ", ".join(f"{k} {v['median_ms']:.0f} ms ({v['ratio']:.2f}x)" for k, v in result["sides"].items())
+            + f"; load {load_before:.2f} -> {load_after:.2f}"
+        )
+    return results
 
 
 def pins_section(result: dict[str, Any], before: dict[str, Any] | None = None) -> str:
-    """The section's text: ``result``'s figures, beside ``before``'s (an earlier commit's run) when given."""
+    """The section's text: ``result``'s figures, beside ``before``'s (``--against``'s, or a run's saved)."""
     runs = [run for run in (before, result) if run is not None]
+    together = before is not None and before["commit"] in result.get("interleaved_with", ())
 
     def cells(run: dict[str, Any], label: str) -> str:
         side = run["sides"][label]
         return f"{side['median_ms']:,.0f} | {side['ratio']:.2f}x ({side['paired_ratio']:.2f}x)"
 
-    head = " | ".join(f"{run['commit']}: median (ms) | against direct" for run in runs)
-    rows = "\n".join(f"| {label} | " + " | ".join(cells(run, label) for run in runs) + " |" for label in PIN_SIDES)
-    runs_text = "; ".join(
-        f"{run['commit']}: medians of {run['reps']} runs per side, load average (1 min) "
-        f"{run['load_before']:.2f} before and {run['load_after']:.2f} after"
-        for run in runs
-    )
-
     def second_to_off(run: dict[str, Any]) -> float:
         return run["sides"]["pin hold, second start"]["median_ms"] / run["sides"]["pin off"]["median_ms"]
 
+    head = " | ".join(f"{run['commit']}: median (ms) | against direct" for run in runs)
+    rows = "\n".join(f"| {label} | " + " | ".join(cells(run, label) for run in runs) + " |" for label in PIN_SIDES)
+    loads = [run for run in runs if not together or run is result]
+    runs_text = "; ".join(
+        (f"{run['commit']}: " if not together else "")
+        + f"medians of {run['reps']} runs per side, load average (1 min) {run['load_before']:.2f} before and "
+        + f"{run['load_after']:.2f} after"
+        for run in loads
+    )
+    if together:
+        runs_text = f"both proxies' sides interleaved in one rotation, the same direct runs for both; {runs_text}"
     second = "; ".join(f"{run['commit']} {second_to_off(run):.2f}x" for run in runs)
-    also = f" --before {result['before_file']}" if before is not None and result.get("before_file") else ""
+    how = f"--pins --reps {result['reps']} --commit REV" + (" --against REV" if together else "") + " --write"
+    opening = textwrap.fill(
+        "From the spawn to a complete `tools/list` with 10 bench_servers, against the ten started directly and "
+        'listed from one client (`benchmarks.startup`\'s "10 upstreams"), under each pin setting, each side with '
+        f"a data folder of its own, the sides' order rotating ({runs_text}):",
+        110,
+    )
     return f"""## Starting with pins (issue 36)
 
-From the spawn to a complete `tools/list` with 10 bench_servers, against the ten started directly and
-listed from one client (`benchmarks.startup`'s "10 upstreams"), under each pin setting, each side with a
-data folder of its own, the sides' order rotating ({runs_text}):
+{opening}
 
 | side | {head} |
 | --- |{" ---: | ---: |" * len(runs)}
@@ -390,8 +414,8 @@ data folder of its own, the sides' order rotating ({runs_text}):
 Against direct: the ratio of the medians, and in brackets the median of each run's ratio to the
 direct run beside it. The second start with `pin: "hold"` against `pin: "off"`: {second}.
 "Beside other configs' pins": the ten first seen in a data folder whose pins file already holds
-another config's 35 servers (522 tools, 1.2 MB), as a user's does. Measured with
-`.venv/bin/python -m benchmarks.startup --pins --reps {result["reps"]} --commit REV --write{also}`."""
+another config's 35 servers (522 tools, 0.8 MB), as a user's does. Measured with
+`.venv/bin/python -m benchmarks.startup {how}`."""
 
 
 def main() -> None:
@@ -402,17 +426,33 @@ def main() -> None:
     parser.add_argument("--pins", action="store_true", help="only the start with 10 upstreams, under each pin side")
     parser.add_argument("--write", action="store_true", help="with --pins: write its section of docs/PERFORMANCE.md")
     parser.add_argument("--commit", help="with --pins: run the proxy from this commit's src/")
+    parser.add_argument("--against", help="with --pins: measure this commit's src/ too, interleaved, as 'before'")
     parser.add_argument("--before", help="with --pins --write: an earlier run's results (JSON), shown beside")
+    parser.add_argument("--render", help="with --pins --write: a run's saved results (JSON), not measured again")
     args = parser.parse_args()
     if args.pins:
-        commit = measure_commit(args.commit) if args.commit else _git("rev-parse", "--short", "HEAD") + "+"
-        result = anyio.run(pins, args.reps, commit)
-        saved = WORK / f"startup-pins-{commit}.json"
-        saved.write_text(json.dumps(result, indent=1), encoding="utf-8")
-        log(f"  saved in {saved.relative_to(ROOT)}")
+        before: dict[str, Any] | None = None
+        if args.render:
+            result = json.loads(Path(args.render).read_text(encoding="utf-8"))
+        else:
+            sources: dict[str, Path | None] = {}
+            if args.against:
+                commit, source = unpacked(args.against)
+                sources[commit] = source
+            if args.commit:
+                commit, source = unpacked(args.commit)
+                sources[commit] = source
+            else:
+                sources[_git("rev-parse", "--short", "HEAD") + "+"] = None
+            *earlier, result = anyio.run(pins, args.reps, sources)
+            before = earlier[0] if earlier else None
+            for measured in (*earlier, result):
+                saved = WORK / f"startup-pins-{measured['commit']}.json"
+                saved.write_text(json.dumps(measured, indent=1), encoding="utf-8")
+                log(f"  saved in {saved.relative_to(ROOT)}")
         if args.write:
-            before = json.loads(Path(args.before).read_text(encoding="utf-8")) if args.before else None
-            result["before_file"] = args.before
+            if args.before:
+                before = json.loads(Path(args.before).read_text(encoding="utf-8"))
             replace_section(ROOT / "docs" / "PERFORMANCE.md", "startup-pins", pins_section(result, before))
         return
     if args.timeline:
