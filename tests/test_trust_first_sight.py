@@ -25,7 +25,7 @@ from mcp_patchbay.trust.store import PinStore, entry_key
 from mcp_patchbay.upstreams.listing import Listing
 from mcp_patchbay.upstreams.listing_cache import Cached, ListingCache
 from mcp_patchbay.upstreams.supervisor import Supervisor
-from tests.harness import FakeTool, MemoryUpstreams, connected, make_server, text, until
+from tests.harness import FakeTool, MemoryUpstreams, connected, make_server, result_text, text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -142,3 +142,27 @@ async def test_no_tool_is_listed_before_its_scan_verdict(tmp_path: Path, gate: S
 
 async def _ran() -> types.CallToolResult:
     return text("ran")
+
+
+async def test_a_call_while_its_tools_first_listing_is_judged_waits_for_the_verdict(
+    tmp_path: Path, gate: ScanGate
+) -> None:
+    """A call to a tool whose server's first listing was still under review (a server that came up
+    late, after a sign-in) was answered TOOL_NOT_AVAILABLE, "turned off in the proxy's configuration",
+    not retryable: the tool was held while it waited for its scan. It waits for the verdict now."""
+    config = _config(tmp_path, {"notes": {"command": "notes"}}, startup_wait=0)  # startup waits for nothing
+    tools = {"fact": FakeTool(lambda ctx, args: _ran(), description="Gets a fact about a topic.")}
+    upstreams = MemoryUpstreams({"notes": make_server("notes", tools)})
+    async with connected(config, upstreams) as (proxy, client):
+        await until(gate.reached.is_set, within=WITHIN)
+        assert proxy.supervisor.reviewing
+        async with anyio.create_task_group() as tg:
+            results: list[types.CallToolResult] = []
+
+            async def call() -> None:
+                results.append(await client.call_tool("notes__fact", {}))
+
+            tg.start_soon(call)
+            await anyio.wait_all_tasks_blocked()
+            gate.open.set()
+        assert [result_text(r) for r in results] == ["ran"], results

@@ -347,6 +347,16 @@ class ToolPath:
         resolver = catalog.tool_resolver
         assert resolver is not None
         resolution = resolver.resolve(called)
+        if resolution.kind in ("hidden", "unknown") and self.supervisor.reviewing:
+            # A listing under review (a first sight, a change) serves its new tools once judged, and
+            # holds them meanwhile: wait for the verdict (bounded as a server's start is) rather than
+            # call the tool turned off.
+            await self.supervisor.reviewed(within=self.settings.connect_timeout)
+            view = self.views.view(view.access)
+            catalog = view.catalog
+            resolver = catalog.tool_resolver
+            assert resolver is not None
+            resolution = resolver.resolve(called)
         if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
             target = catalog.by_exposed[resolution.entry.exposed]
             # An app's call by its server's own name is how apps call (``apps``), not a mistake to note.

@@ -204,6 +204,11 @@ class Supervisor:
         """Every upstream has finished its first connection attempt, and no listing waits for its review."""
         return self._all_started.is_set() and self._reviewing is None
 
+    @property
+    def reviewing(self) -> bool:
+        """A listing waits for its review now (``reviewed`` waits for its end)."""
+        return self._reviewing is not None
+
     async def reviewed(self, within: float = math.inf) -> None:
         """Until no listing waits for its review (``trust.serving``: the scan, the pins written; its
         wait for the pins file's lock is bounded), at most ``within`` seconds."""
