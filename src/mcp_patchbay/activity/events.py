@@ -108,6 +108,7 @@ class Events:
     # --- requests -------------------------------------------------------------------------------
 
     def _tool_call(self, event: Sequence[Any]) -> Record:
+        # The one conversion made for every call: kept plain (no helper calls where a test will do).
         _, started, ended, request, called, target, server, error, arguments, result = event
         if target is not None:
             exposed, upstream, server = target.exposed, target.upstream_name, target.server
@@ -119,6 +120,7 @@ class Events:
         else:
             code = _code(error)
             outcome, detail = code, _words(_message(error))
+        keep = self.keep_arguments
         return (
             started + self.offset,
             "tool_call",
@@ -127,14 +129,14 @@ class Events:
             server,
             exposed,
             upstream,
-            round((ended - started) * 1000, 3),
+            (ended - started) * 1000.0,
             outcome,
             code,
-            size_of(arguments) if arguments is not None else None,
-            size_of(result) if result is not None else None,
+            None if arguments is None else size_of(arguments),
+            None if result is None else size_of(result),
             detail,
-            self._kept(arguments),
-            self._kept(result),
+            self._kept(arguments) if keep else None,
+            self._kept(result) if keep else None,
         )
 
     def _request(self, event: Sequence[Any]) -> Record:
@@ -222,11 +224,7 @@ class Events:
 
 def size_of(value: Any) -> int:
     """Bytes of ``value`` as compact JSON in UTF-8."""
-    if _c_encode is not None:
-        parts: Sequence[str] = _c_encode(value, 0)
-        text = parts[0] if len(parts) == 1 else "".join(parts)
-    else:
-        text = _encode(value)
+    text = "".join(_c_encode(value, 0)) if _c_encode is not None else _encode(value)
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -268,10 +266,10 @@ def _secret_key(key: object) -> bool:
 
 
 def _is_error(result: Any) -> bool:
-    if not isinstance(result, dict):
+    try:
+        return bool(result.get("isError"))
+    except AttributeError:  # not a dict
         return False
-    values: dict[str, object] = result  # pyright: ignore[reportUnknownVariableType]
-    return bool(values.get("isError"))
 
 
 def _code(error: Any) -> str:

@@ -14,6 +14,8 @@ the same mode. It is kept within ``Limits``: rows older than ``keep_days`` and, 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import os
 import sqlite3
@@ -60,6 +62,7 @@ row would hand the serving thread the GIL, and take it back, as many times (a co
 _ONE = f"({', '.join('?' for _ in _WRITTEN)})"
 
 
+@functools.cache
 def _insert(count: int) -> str:
     # OR IGNORE: a held definition is one row, whichever proxy saw it first (activity_held_once).
     return f"INSERT OR IGNORE INTO activity ({', '.join(_WRITTEN)}) VALUES {', '.join([_ONE] * count)}"
@@ -165,7 +168,7 @@ class ActivityStore:
             try:
                 for start in range(0, len(records), _PER_STATEMENT):
                     chunk = records[start : start + _PER_STATEMENT]
-                    self._db.execute(_insert(len(chunk)), [value for record in chunk for value in record])
+                    self._db.execute(_insert(len(chunk)), list(itertools.chain.from_iterable(chunk)))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
