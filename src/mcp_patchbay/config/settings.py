@@ -187,8 +187,9 @@ class Settings(BaseModel, frozen=True):
     prompt get (when, which client, the names, server, duration, outcome, sizes), upstreams' starts,
     crashes and restarts, sign-ins needed, held definitions and approvals, in ``activity.sqlite3`` in
     the data folder. Written by a thread of its own, off the call path: a call never waits for it. On
-    because it answers "what did my agent just do?" for about 3% of the stdio proxy's CPU a call
-    (docs/PERFORMANCE.md, "Activity log"); ``false`` writes nothing."""
+    because it answers "what did my agent just do?" for some microseconds of CPU a call: 5 to 7% of the
+    stdio proxy's CPU per call to a trivial tool (docs/PERFORMANCE.md, "Activity log"); ``false`` writes
+    nothing."""
 
     activity_keep_days: Annotated[float, Field(gt=0)] = 14.0
     """Rows older than this many days are deleted (at start, and every 2,000 rows written)."""
