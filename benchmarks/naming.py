@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from mcp_patchbay.catalog.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.catalog.naming import build_names
+from mcp_patchbay.catalog.resolution import NameEntry, Resolver
 
 SERVER_WORDS = [
     "filesystem", "github", "gitlab", "memory", "slack", "jira", "confluence", "postgres", "sqlite", "redis",

@@ -1,4 +1,4 @@
-"""Exposed names, resolution of mistaken names, and suggestions (mcp_patchbay.catalog.naming)."""
+"""Exposed names, resolution of mistaken names, and suggestions (catalog.naming, .resolution, .suggestions)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_patchbay.catalog.naming import NAME_CHARS, NameEntry, Resolution, Resolver, build_names, normalize, sanitize
+from mcp_patchbay.catalog.naming import NAME_CHARS, build_names, normalize, sanitize
+from mcp_patchbay.catalog.resolution import NameEntry, Resolution, Resolver
 
 CATALOG: dict[str, list[str]] = {
     "filesystem": [

@@ -32,7 +32,7 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
     HTTP:   gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> the SDK's Server ─> ┤
             gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> fastpath.gateway_calls ┤
                                                                                               v
-      calls.path.ToolPath.run: session.views (what the caller may see) ─> catalog.naming
+      calls.path.ToolPath.run: session.views (what the caller may see) ─> catalog.resolution
         ─> catalog.arguments ─> upstreams.upstream.chain = calls.policies (breaker ─> deadline
         ─> bulkhead ─> retry) ─> Upstream.send_call ─> fastpath.pipe_calls (stdio upstreams)
         or fastpath.http_calls (streamable HTTP) or session.sdk.send_raw (SSE, or what a lane
@@ -45,7 +45,7 @@ Where to look first:
   ``calls.path.ToolPath.error_result`` is the one edge;
 - the merged list: ``catalog.merge.build_catalog`` (``upstreams.supervisor`` rebuilds it);
 - who sees a tool on the gateway: ``gateway.access`` (the rules) and ``session.views``;
-- ``server__tool``, built and resolved: ``catalog.naming``.
+- ``server__tool``, built and resolved: ``catalog.naming`` and ``catalog.resolution``.
 
 I/O happens only in ``cli/``, ``gateway/``, ``session/`` (but ``capabilities``), ``calls.path``,
 ``wire/``, ``fastpath/``, ``upstreams/`` (but ``availability``), ``tasks/``, ``config.watch``,

@@ -1,6 +1,8 @@
 """What the model sees of the upstreams' lists. Pure: values in, values out (a few memos).
 
-- ``naming``: exposed names (``server__tool``) and their resolution, mistaken names included.
+- ``naming``: exposed names (``server__tool``): how they are built.
+- ``resolution``: which tool a called name means, mistaken names included.
+- ``suggestions``: the closest exposed names to a called name that names none.
 - ``merge``: the merged lists of every upstream (``Catalog``), in a deterministic order.
 - ``overrides``: an entry's overrides applied to what its server lists.
 - ``arguments``: ``inputSchema`` checks of a call's arguments.

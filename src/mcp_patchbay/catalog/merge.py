@@ -42,8 +42,9 @@ import mcp_types as types
 
 from mcp_patchbay.catalog import apps
 from mcp_patchbay.catalog.arguments import ArgumentChecker
-from mcp_patchbay.catalog.naming import NameEntry, Resolver, build_names, sanitize
+from mcp_patchbay.catalog.naming import build_names, sanitize
 from mcp_patchbay.catalog.overrides import ChangedTool, Remark, change_prompts, change_tools
+from mcp_patchbay.catalog.resolution import NameEntry, Resolver
 from mcp_patchbay.config import RemoteSpec, StdioSpec, ToolFilter
 from mcp_patchbay.config.problems import key_path, quote
 

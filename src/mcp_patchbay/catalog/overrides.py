@@ -11,7 +11,7 @@ arguments against the changed schema):
 
 - ``name``: the definition's name (the catalog puts the server and separator in front and
   applies the length budget); the upstream's own name resolves to it as a mistaken name
-  would (``naming.NameEntry.aliases``).
+  would (``resolution.NameEntry.aliases``).
 - ``description`` replaces, ``description_append`` adds after a blank line.
 - ``arguments``: ``value`` removes the argument from ``properties`` and ``required`` and is
   always sent; ``default`` takes it out of ``required``, puts ``"default"`` in its schema and

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_patchbay.catalog.naming import Resolution, Resolver
+from mcp_patchbay.catalog.resolution import Resolution, Resolver
 from mcp_patchbay.errors.tree import MAX_MODEL_TEXT, ClientError, Code
 
 

@@ -39,7 +39,8 @@ import anyio.to_thread
 import mcp_types as types
 
 from mcp_patchbay.catalog.merge import Permits
-from mcp_patchbay.catalog.naming import NameEntry, Resolver, build_names
+from mcp_patchbay.catalog.naming import build_names
+from mcp_patchbay.catalog.resolution import NameEntry, Resolver
 from mcp_patchbay.config import ToolFilter
 from mcp_patchbay.errors.tree import PatchbayError
 from mcp_patchbay.trust.decide import Held
