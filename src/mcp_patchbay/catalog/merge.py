@@ -14,6 +14,8 @@ never changes when a late upstream arrives. ``ui://`` URIs (MCP Apps' user inter
 the exception: every one a server lists or links a tool to is exposed as its own
 (``apps.exposed_uri``), in the listing and in the tool's ``_meta`` alike, and mapped back
 (``Catalog.ui_resources``), so two servers' apps never answer for each other.
+Which server answers for a URI the client sends is ``catalog.resources``; one caller's part
+of the catalog, ``catalog.restriction``.
 
 A server's entry may override its tools' and prompts' definitions (``overrides``): the
 catalog holds the changed ones (``CatalogTool.definition``, what the model sees everywhere),
@@ -36,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import mcp_types as types
 
@@ -45,6 +47,7 @@ from mcp_patchbay.catalog.arguments import ArgumentChecker
 from mcp_patchbay.catalog.naming import build_names, sanitize
 from mcp_patchbay.catalog.overrides import ChangedTool, Remark, change_prompts, change_tools
 from mcp_patchbay.catalog.resolution import NameEntry, Resolver
+from mcp_patchbay.catalog.resources import template_pattern
 from mcp_patchbay.config import RemoteSpec, StdioSpec, ToolFilter
 from mcp_patchbay.config.problems import key_path, quote
 
@@ -266,7 +269,7 @@ def build_catalog(  # noqa: PLR0912, PLR0915
         for template in sorted(source.templates, key=lambda t: t.uri_template):
             if template.uri_template not in catalog.template_owner:
                 catalog.template_owner[template.uri_template] = source.server
-                catalog.template_patterns.append((_template_pattern(template.uri_template), source.server))
+                catalog.template_patterns.append((template_pattern(template.uri_template), source.server))
                 catalog.templates.append(template)
     return catalog
 
@@ -296,60 +299,6 @@ def _exposed_ui_uri(catalog: Catalog, server: str, uri: str) -> str:
 
 def _uri(resource: types.Resource) -> str:
     return resource.uri
-
-
-class Permits(Protocol):
-    """What one caller may use (``gateway.access.Access``): servers, and tools by upstream name."""
-
-    def permits_server(self, server: str) -> bool: ...
-
-    def permits(self, server: str, upstream_tool: str) -> bool: ...
-
-
-def restricted(catalog: Catalog, access: Permits) -> Catalog:
-    """The part of ``catalog`` one caller may use, under the same exposed names. What it may
-    not use does not exist for it: never listed, never suggested, never matched by a loose
-    rule, and a call to it answers exactly as a call to a name nothing ever had (servers it
-    may not use are not named at all). Tools the config itself turns off stay hidden
-    (``TOOL_NOT_AVAILABLE``) where the caller would otherwise have had them: that is the
-    user's documented choice, and it names nothing the caller may not see."""
-    view = Catalog(separator=catalog.separator)
-    view.waiting = tuple(server for server in catalog.waiting if access.permits_server(server))
-    entries: list[NameEntry] = []
-    turned_off = catalog.tool_resolver.hidden_pairs() if catalog.tool_resolver else ()
-    hidden = [(server, tool) for server, tool in turned_off if access.permits(server, tool)]
-    for tool, target in zip(catalog.tools, catalog.by_exposed.values(), strict=True):
-        if access.permits(target.server, target.upstream_name):
-            view.tools.append(tool)
-            view.by_exposed[target.exposed] = target
-            entries.append(target.name_entry())
-    everywhere: Mapping[str, str] = catalog.tool_resolver.unavailable if catalog.tool_resolver else {}
-    unavailable = {server: why for server, why in everywhere.items() if access.permits_server(server)}
-    view.tool_resolver = Resolver(entries, separator=catalog.separator, hidden=hidden, unavailable=unavailable)
-    prompt_entries: list[NameEntry] = []
-    for prompt, target in zip(catalog.prompts, catalog.prompts_by_exposed.values(), strict=True):
-        if access.permits_server(target.server):
-            view.prompts.append(prompt)
-            view.prompts_by_exposed[target.exposed] = target
-            prompt_entries.append(target.name_entry())
-    view.prompt_resolver = Resolver(prompt_entries, separator=catalog.separator, unavailable=unavailable)
-    for resource in catalog.resources:
-        owner = catalog.resource_owner[str(resource.uri)]
-        if access.permits_server(owner):
-            view.resources.append(resource)
-            view.resource_owner[str(resource.uri)] = owner
-    for template in catalog.templates:
-        owner = catalog.template_owner[template.uri_template]
-        if access.permits_server(owner):
-            view.templates.append(template)
-            view.template_owner[template.uri_template] = owner
-    view.template_patterns = [(p, s) for p, s in catalog.template_patterns if access.permits_server(s)]
-    for exposed, ui in catalog.ui_resources.items():
-        if access.permits_server(ui.server):
-            view.ui_resources[exposed] = ui
-            view.ui_exposed[ui.server, ui.upstream] = exposed
-            view.ui_owners[ui.upstream] = (*view.ui_owners.get(ui.upstream, ()), ui.server)
-    return view
 
 
 def _tell_reserved(server: str, tool: str, exposed: str) -> None:
@@ -458,41 +407,3 @@ def _checker(server: str, tool: types.Tool, previous: CheckerCache, live: Checke
     checker = ArgumentChecker(tool.input_schema)
     live[key] = (schema_text, checker)
     return checker
-
-
-def resource_target(catalog: Catalog, uri: str) -> tuple[str | None, str]:
-    """The server that answers for a URI the client sent (None: not known), and the URI that
-    server knows: an exposed ``ui://`` URI is its server's own; a server's own ``ui://`` URI that
-    one server has goes to it unchanged (``ui_owners``: the caller refuses one several have);
-    else ``owner_of_uri``."""
-    ui = catalog.ui_resources.get(uri)
-    if ui is not None:
-        return ui.server, ui.upstream
-    owners = catalog.ui_owners.get(uri, ())
-    if len(owners) == 1:
-        return owners[0], uri
-    return owner_of_uri(catalog, uri), uri
-
-
-def owner_of_uri(catalog: Catalog, uri: str) -> str | None:
-    """Which server answers for a resource URI: a listed resource first, then the first matching template."""
-    owner = catalog.resource_owner.get(uri)
-    if owner is not None:
-        return owner
-    for pattern, server in catalog.template_patterns:
-        if pattern.fullmatch(uri):
-            return server
-    return None
-
-
-def _template_pattern(template: str) -> re.Pattern[str]:
-    """An RFC 6570 template as a regex: ``{var}`` matches one segment, ``{+var}``/``{#var}`` anything."""
-    parts: list[str] = []
-    pos = 0
-    for match in re.finditer(r"\{([^}]*)\}", template):
-        parts.append(re.escape(template[pos : match.start()]))
-        expr = match.group(1)
-        parts.append(".*" if expr[:1] in ("+", "#") else r"[^/?#]*" if expr[:1] not in ("?", "&") else r"(?:[?&].*)?")
-        pos = match.end()
-    parts.append(re.escape(template[pos:]))
-    return re.compile("".join(parts))

@@ -51,7 +51,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_patchbay import __version__
-from mcp_patchbay.catalog.merge import Permits
+from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.config import Config
 from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.fastpath.gateway_calls import FastPath

@@ -33,7 +33,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.catalog.apps import declares_apps
-from mcp_patchbay.catalog.merge import Permits
+from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.session.outbox import Outboxes
 from mcp_patchbay.session.sdk import connection_of

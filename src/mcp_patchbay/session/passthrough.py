@@ -39,7 +39,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.catalog.merge import Catalog, owner_of_uri, resource_target
+from mcp_patchbay.catalog.merge import Catalog
+from mcp_patchbay.catalog.resources import owner_of_uri, resource_target
 from mcp_patchbay.errors.names import unknown_name
 from mcp_patchbay.errors.tree import ClientError, Code, PatchbayError, clip, to_mcp_error
 from mcp_patchbay.session.requests_back import LOG_LEVEL, SessionChannel

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from mcp_patchbay.catalog.merge import Permits
+from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.errors.tree import PatchbayError
 
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_patchbay.catalog.merge import Catalog, Permits, restricted
+from mcp_patchbay.catalog.merge import Catalog
+from mcp_patchbay.catalog.restriction import Permits, restricted
 from mcp_patchbay.config import Settings
 from mcp_patchbay.session.exposure import Exposure, app_names, described_servers
 from mcp_patchbay.session.status import config_problem_tool, status_tool

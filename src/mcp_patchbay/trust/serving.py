@@ -38,9 +38,9 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from mcp_patchbay.catalog.merge import Permits
 from mcp_patchbay.catalog.naming import build_names
 from mcp_patchbay.catalog.resolution import NameEntry, Resolver
+from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.config import ToolFilter
 from mcp_patchbay.errors.tree import PatchbayError
 from mcp_patchbay.trust.decide import Held

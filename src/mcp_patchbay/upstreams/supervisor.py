@@ -39,7 +39,8 @@ import anyio.abc
 
 from mcp_patchbay.catalog import arguments
 from mcp_patchbay.catalog.client_quirks import name_budget
-from mcp_patchbay.catalog.merge import Catalog, CheckerCache, Permits, Source, build_catalog
+from mcp_patchbay.catalog.merge import Catalog, CheckerCache, Source, build_catalog
+from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.config import (
     Config,
     ConfigError,
