@@ -20,7 +20,15 @@ Modules (pure unless said):
 - ``text``: hidden characters, direction controls and look-alike letters; the text as patterns read it.
 - ``reading``: the strings a model reads of a definition, each with where it is.
 - ``scan``: ``Scanner`` (the patterns of ``patterns.toml``, data shipped in the package, and
-  the checks in code) and ``ScanContext`` (the other servers, the catalog's lengths).
+  the checks in code, compiled once per process by the worker thread that scans first) and
+  ``ScanContext`` (the other servers, the catalog's lengths); its parts:
+  - ``findings``: ``Finding`` (what was found, where: the field and the character) and its sentence.
+  - ``context``: ``ScanContext``, which names are another server's or this server's own.
+  - ``rules``: ``patterns.toml`` read and compiled (words, signals, patterns, checks).
+  - ``gates``: each expression split into branches, each gated by strings every match holds.
+  - ``reader``: one scope of a definition as the patterns read it, matches and sentences.
+  - ``code_rules``: what cannot be a pattern, each saying why (hidden characters, base64, another
+    server's tools, what a tool says it is for).
 - ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
   ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
 - ``diff``: a held definition against the approved one, for a person.

@@ -1,0 +1,168 @@
+"""The scan's rules that cannot be patterns, each saying why beside it. Pure.
+
+- ``characters``: hidden characters, direction controls, look-alike letters (``text``): a pattern
+  reads the text after they are removed and folded, so it cannot see them.
+- ``decoded``: text spelled in base64: a pattern cannot decode.
+- ``mentions``: another server's tool or another server named: which names are another server's
+  is known only from the catalog (``ScanContext``), as the scan runs.
+- ``OwnPurpose``: what a definition says it is for, and whether a name is its own: the
+  definition's own name, parameters and server's tools are known only as the scan runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator, Sequence
+
+from mcp_patchbay.trust.context import ScanContext, name_words, server_key
+from mcp_patchbay.trust.findings import Findings, clip
+from mcp_patchbay.trust.fingerprint import Definition
+from mcp_patchbay.trust.reader import BREAK, Reading
+from mcp_patchbay.trust.reading import Unit
+from mcp_patchbay.trust.rules import Expression
+from mcp_patchbay.trust.text import name_lookalikes, oddities, plain, raw_offset
+
+__all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "mentions"]
+
+PURPOSE_CHARS = 300
+"""The most characters of a description read as what the tool says it is for (its first sentence)."""
+MIN_ENCODED = 24
+"""The shortest run of base64 decoded (16 bytes: a short sentence)."""
+MAX_TOKEN_CHARS = 256
+"""The longest word looked up as another server's tool (MCP names have at most 128 characters)."""
+_IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_.:/-]{4,}[a-z0-9]")
+"""Words that could name a tool (six characters or more: shorter names are never distinctive)."""
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
+
+
+def characters(units: Sequence[Unit], found: Findings) -> None:
+    """Hidden characters, direction controls, look-alike names and mixed-script words. In code:
+    the patterns read the text with these removed and folded, and whether an invisible character
+    is honest depends on the characters around it (a joiner inside Persian, a flag's tags)."""
+    for unit in units:
+        if plain(unit.text) or unit.scope == "name-parameter":
+            continue
+        if unit.scope == "name":
+            why = name_lookalikes(unit.text)
+            if why is not None:
+                found.check("lookalike-name", "characters", unit.where, why)
+        odd = oddities(unit.text)
+        if odd.bidi:
+            found.check("direction-controls", "characters", unit.where, f"{odd.bidi} direction controls")
+        if odd.hidden > odd.bidi:
+            said = f'hidden text: "{clip(odd.tags)}"' if odd.tags else f"{odd.hidden - odd.bidi} hidden characters"
+            found.check("hidden-characters", "characters", unit.where, said)
+        if odd.mixed_words and unit.scope != "name":
+            found.check("mixed-script", "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+
+
+def decoded(units: Sequence[Unit], found: Findings) -> Iterator[Unit]:
+    """Text spelled in base64 inside a string, decoded, as one more string of the same field
+    (a note says so): a person sees letters, the model can decode them. In code, not a
+    pattern: a pattern cannot decode."""
+    for unit in units:
+        if unit.scope not in ("text", "parameter") or len(unit.text) < MIN_ENCODED:
+            continue
+        if max(map(len, unit.text.split()), default=0) < MIN_ENCODED:
+            continue  # no word long enough: the common case, decided without a search
+        for match in _BASE64.finditer(unit.text):
+            words = _words_in_base64(match[0])
+            if words is not None:
+                found.check("encoded-text", "characters", unit.where, clip(words))
+                yield Unit(f"{unit.where} (decoded from base64)", words, unit.scope)
+
+
+def _words_in_base64(candidate: str) -> str | None:
+    """``candidate`` decoded, if it is base64 of readable text (words and spaces), else None."""
+    try:
+        raw = base64.b64decode(candidate + "=" * (-len(candidate) % 4), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    letters = sum(char.isalpha() for char in text)
+    if text.count(" ") < 2 or letters < 0.6 * len(text) or not text.isprintable():
+        return None
+    return text
+
+
+def mentions(read: Reading, server: str, context: ScanContext, order: Expression | None, found: Findings) -> None:
+    """Another server's tool, or another server, named in ``server``'s text: held when the sentence
+    gives the model an order, else a note. In code: which names are another server's is known only
+    from the catalog, as the scan runs."""
+    seen: set[str] = set()
+    for match in _IDENTIFIER.finditer(read.text):
+        token = match[0]
+        if token in seen or len(token) > MAX_TOKEN_CHARS:
+            continue
+        seen.add(token)
+        named = context.other_tool(token, server)
+        if named is not None:
+            owners = ", ".join(sorted(context.tools_by_name[named]))
+            check = _ordered(read, order, match.start(), match.end(), "other-server-tool")
+            _check_at(read, match.start(), found, check, f"{named} (a tool of {owners})")
+        prefix = context.other_server_prefix(token, server)
+        if prefix is not None:
+            check = _ordered(read, order, match.start(), match.end(), "other-server")
+            _check_at(read, match.start(), found, check, token)
+    if context.server_phrase is not None:
+        own = server_key(server).replace("_", "")
+        for match in context.server_phrase.finditer(read.text):
+            named = server_key(match[1] or match[2] or "").replace(" ", "").replace("_", "")
+            if named != own:
+                check = _ordered(read, order, match.start(), match.end(), "other-server")
+                _check_at(read, match.start(), found, check, clip(match[0]))
+                break
+
+
+def _ordered(read: Reading, order: Expression | None, start: int, end: int, check: str) -> str:
+    """``check`` when the sentence naming another server or its tool gives the model an order
+    (``Call mail__send_email first``), else its note (``-named``: "use after github's
+    create_pull_request" names a tool and steers nothing)."""
+    if order is None:
+        return check
+    return check if read.first_in(order, read.sentence(start, end)) is not None else f"{check}-named"
+
+
+def _check_at(read: Reading, position: int, found: Findings, check: str, excerpt: str) -> None:
+    if check.endswith("-named") and check.removesuffix("-named") in found:
+        return
+    unit, offset = read.unit_at(position)
+    where = unit.where if unit is not None else ""
+    found.check(check, "shadowing", where, excerpt, offset=raw_offset(unit.text, offset) if unit else -1)
+
+
+class OwnPurpose:
+    """What a definition says it is for: its name as words, its title and the first sentence of its
+    description (what a tool is comes first; a long description's later sentences may be anything),
+    read once and only when a pattern's ``unless_tool`` asks. In code: the definition's own name,
+    parameters and server's tools are known only as the scan runs."""
+
+    def __init__(
+        self, definition: Definition, read: Sequence[Unit] = (), server_names: frozenset[str] = frozenset()
+    ) -> None:
+        self.definition = definition
+        self.text: str | None = None
+        self.read = read
+        self.server_names = server_names
+
+    def names_another(self, text: str) -> bool:
+        """``text`` names a tool that is not this one: an identifier that is neither this
+        definition's name, nor a parameter's, nor a tool of the same server."""
+        own = {str(self.definition.get("name", "")).lower(), *self.server_names}
+        own.update(unit.text.lower() for unit in self.read if unit.scope == "name-parameter")
+        return any(
+            token not in own and token.rpartition(".")[2] not in own and token.rpartition("__")[2] not in own
+            for token in _TOOL_NAME.findall(text)
+        )
+
+    def matches(self, expression: re.Pattern[str]) -> bool:
+        if self.text is None:
+            description = str(self.definition.get("description") or "")[:PURPOSE_CHARS]
+            first = BREAK.search(description)
+            parts = [name_words(str(self.definition.get("name", ""))), str(self.definition.get("title") or "")]
+            parts.append(description[: first.start()] if first else description)
+            self.text = "\n".join(parts).lower()
+        return expression.search(self.text) is not None
