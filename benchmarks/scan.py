@@ -16,10 +16,11 @@ Not a test (``tests/test_scan.py`` asserts the same two gates). Prints:
   names), context included.
 
 ``--set PATH`` reads any file of the poisoning set's format instead (``other_servers``,
-``poisoned`` and ``benign``, each item with a ``family``) and prints only counts: how many of
-each family's poisoned and benign definitions are held, and the totals. It names no
-definition, so a held-out set (``benchmarks/scan_data/blind_set.json``) can be measured
-without its contents being read.
+``poisoned`` and ``benign``, each item with a ``family``), or of the ``cases`` format
+(``{"cases": [{"id", "family", "poisoned": true|false, "server", "tool", "why"}]}``, as
+``benchmarks/scan_data/blind_set_3.json``), and prints only counts: how many of each family's
+poisoned and benign definitions are held, and the totals. It names no definition, so a held-out
+set can be measured without its contents being read.
 """
 
 from __future__ import annotations

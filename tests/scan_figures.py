@@ -37,17 +37,39 @@ def scan_fixture_item(
     return scanner.scan(definition, kind, server=server, context=ScanContext.of(listings))
 
 
+def read_set(path: Path) -> dict[str, Any]:
+    """A poisoning set in either format: this file's (``other_servers``, ``poisoned`` and ``benign``,
+    each item's tool in ``definition``), or a list of ``cases`` (each with ``poisoned``: true or
+    false, its tool in ``tool``, and its own ``other_servers`` if it has any)."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if "cases" not in data:
+        return data
+    split: dict[str, Any] = {"other_servers": data.get("other_servers", {}), "poisoned": [], "benign": []}
+    for case in data["cases"]:
+        item = {
+            "id": str(case.get("id", "")),
+            "family": str(case.get("family", "")),
+            "server": str(case.get("server") or "server"),
+            "kind": "prompt" if case.get("kind") == "prompt" else "tool",
+            "definition": case.get("tool") or case.get("definition") or {},
+        }
+        if isinstance(case.get("other_servers"), dict):
+            item["other_servers"] = case["other_servers"]
+        split["poisoned" if case.get("poisoned") is True else "benign"].append(item)
+    return split
+
+
 def fixture_figures(scanner: Scanner, path: Path = POISONED) -> dict[str, Any]:
     """A set's figures: what was caught and flagged, overall and per family (``families``:
     family -> [held, of], for ``poisoned`` and ``benign``)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_set(path)
     others: dict[str, list[str]] = data.get("other_servers", {})
     missed: list[str] = []
     benign_flags: dict[str, list[str]] = {}
     families: dict[str, dict[str, list[int]]] = {"poisoned": {}, "benign": {}}
     for label in ("poisoned", "benign"):
         for item in data[label]:
-            found = scan_fixture_item(scanner, item, others)
+            found = scan_fixture_item(scanner, item, item.get("other_servers", others))
             held = flagged(found)
             counts = families[label].setdefault(str(item.get("family", "")), [0, 0])
             counts[0] += held
