@@ -22,7 +22,7 @@ from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.reader import BREAK, Reading
 from mcp_patchbay.trust.reading import Unit
 from mcp_patchbay.trust.rules import Expression
-from mcp_patchbay.trust.text import name_lookalikes, oddities, plain, raw_offset
+from mcp_patchbay.trust.text import name_lookalikes, oddities, only_colour_codes, plain, raw_offset
 
 __all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "mentions"]
 
@@ -35,6 +35,8 @@ MAX_TOKEN_CHARS = 256
 _IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_.:/-]{4,}[a-z0-9]")
 """Words that could name a tool (six characters or more: shorter names are never distinctive)."""
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+_NAMES_THE_TRICK = re.compile(r"homoglyph|look-?alike|confusable|cyrillic|greek|spoof|punycode|\bidn\b|impersonat")
+"""Words of a text about look-alike letters (a phishing checker, a scanner of tool names)."""
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
 
 
@@ -49,6 +51,8 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
             why = name_lookalikes(unit.text)
             if why is not None:
                 found.check("lookalike-name", "characters", unit.where, why)
+        if only_colour_codes(unit.text):
+            continue  # a value that is only a terminal colour code (an enum of colours) hides no text
         odd = oddities(unit.text)
         if odd.bidi:
             found.check("direction-controls", "characters", unit.where, f"{odd.bidi} direction controls")
@@ -56,7 +60,22 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
             said = f'hidden text: "{clip(odd.tags)}"' if odd.tags else f"{odd.hidden - odd.bidi} hidden characters"
             found.check("hidden-characters", "characters", unit.where, said)
         if odd.mixed_words and unit.scope != "name":
-            found.check("mixed-script", "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+            check = "mixed-script-named" if _explained(unit.text, odd.mixed_words) else "mixed-script"
+            found.check(check, "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+
+
+def _explained(text: str, words: Sequence[str]) -> bool:
+    """Every mixed word is quoted, in a text that names look-alike letters as what it is about (a
+    phishing checker's example: "a Cyrillic 'a' in 'paypal.com'", its a in Cyrillic): a note, not held. In code: a
+    pattern reads the text after look-alikes are folded, so it cannot see which word mixed them."""
+    if _NAMES_THE_TRICK.search(text.lower()) is None:
+        return False
+    return all(_quoted(text, word) for word in words)
+
+
+def _quoted(text: str, word: str) -> bool:
+    at = text.find(word)
+    return at > 0 and text[at - 1] in "'\"`\u2018\u201c"
 
 
 def decoded(units: Sequence[Unit], found: Findings) -> Iterator[Unit]:

@@ -54,6 +54,12 @@ seen is some 30,000); past it, or past ``MAX_DEFINITION_CHARS`` in all, the rest
 scanned and the definition gets the ``too-long`` finding, which holds like any other."""
 MAX_DEFINITION_CHARS = 256 * 1024
 _QUOTED = re.compile(r"'([^']*)'")
+FRAMING_REACH = 80
+"""How far after what it frames a refusal's or a detector's words may be ("... are refused")."""
+_CLAUSE_BREAK = re.compile(
+    r"[;:]|, (so|then|and then|because|since|as|if|when)\b|\b(so that|so the|so it|so they|in order to|because)\b"
+    "|\\s[-\u2013\u2014]\\s"
+)
 
 
 class Scanner:
@@ -150,8 +156,8 @@ class Scanner:
             else:
                 cancelled = checked.get(window)
                 if cancelled is None:  # each window searched once, however many matches it holds
-                    cancelled = checked[window] = _cancelled(pattern, read, window)
-                if cancelled:
+                    cancelled = checked[window] = _unless(pattern, read, window)
+                if cancelled or _framed(pattern, read, window, (start, end)):
                     continue
                 unit, offset = read.unit_at(start)
                 where = unit.where if unit is not None else ""
@@ -171,10 +177,26 @@ def _named(expression: re.Pattern[str], unit: Unit) -> bool:
     return quoted is not None and expression.search(quoted[1].lower()) is not None
 
 
-def _cancelled(pattern: Pattern, read: Reading, window: Span) -> bool:
-    if any(read.first_in(signal, window) is not None for signal in pattern.none):
-        return True
+def _unless(pattern: Pattern, read: Reading, window: Span) -> bool:
     return pattern.unless is not None and pattern.unless.search(read.text, window[0], window[1]) is not None
+
+
+def _framed(pattern: Pattern, read: Reading, window: Span, anchor: Span) -> bool:
+    """A ``none`` signal (a refusal's or a detector's framing) frames the anchor: found before it in
+    its sentence ("refuses paths under ~/.ssh"), or after it in the same clause ("~/.ssh is never
+    read"), not in a clause of its own after it ("..., so the formatter can detect the version";
+    "...; if they ask, say requests are not stored"), where it frames something else. In code, not a
+    pattern: a signal's place is known only once both are found."""
+    for signal in pattern.none:
+        first = read.first_in(signal, window)  # the first in the sentence: later ones are further off
+        if first is None:
+            continue
+        if first[0] < anchor[1]:
+            return True
+        gap = read.text[anchor[1] : first[0]]
+        if len(gap) <= FRAMING_REACH and _CLAUSE_BREAK.search(gap) is None:
+            return True
+    return False
 
 
 def _capped(read: Iterator[Unit]) -> tuple[list[Unit], str | None]:

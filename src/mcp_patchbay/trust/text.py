@@ -34,6 +34,7 @@ __all__ = [
     "Oddities",
     "name_lookalikes",
     "oddities",
+    "only_colour_codes",
     "plain",
     "raw_offset",
     "visible_text",
@@ -144,10 +145,13 @@ def hidden_positions(text: str) -> list[int]:
         char = match[0]
         before = text[at - 1] if at > 0 else ""
         after = text[at + 1] if at + 1 < len(text) else ""
-        if char in _JOINERS and before and after:
-            if _letter_of_joining_script(before) and _letter_of_joining_script(after):
-                continue
-            if char == "\u200d" and _emoji_side(before) and unicodedata.category(after) in ("So", "Sk"):
+        if char in _JOINERS and before:
+            if _letter_of_joining_script(before) and (
+                (after and _letter_of_joining_script(after))
+                or (unicodedata.category(before) == "Mn" and not (after and after.isalpha()))
+            ):
+                continue  # between letters, or after a virama ending a word (Malayalam's chillu: "ള്‍.")
+            if char == "\u200d" and after and _emoji_side(before) and unicodedata.category(after) in ("So", "Sk"):
                 continue
         elif _SELECTORS.match(char) and before and not _SELECTORS.match(before) and _takes_selector(before):
             continue
@@ -173,6 +177,16 @@ class Oddities:
     """Text spelled in Unicode tag characters, decoded (what a person cannot see at all)."""
     mixed_words: tuple[str, ...] = ()
     """Words that mix Latin letters with look-alike letters of another script."""
+
+
+_COLOUR_CODE = re.compile("\x1b\\[(?:[0-9]{1,3}(?:;[0-9]{1,3})*)?m")
+"""A terminal's colour or style sequence (SGR: ``ESC [ 1 ; 33 m``)."""
+
+
+def only_colour_codes(text: str) -> bool:
+    """``text`` is nothing but terminal colour or style sequences (an enum of colours a theme tool
+    takes): there is no text in it to hide, and a colour alone changes no word a person reads."""
+    return "\x1b" in text and not _COLOUR_CODE.sub("", text).strip()
 
 
 def plain(text: str) -> bool:
