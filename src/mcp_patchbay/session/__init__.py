@@ -9,6 +9,7 @@
 - ``status``: the one owner of the status: counts, what a caller may see of it.
 - ``requests_back``: requests and notices upstreams send back, routed to the session whose
   call caused them; ``capabilities``: what upstreams are offered of the client's.
+- ``in_flight``: whose call in flight an upstream's request belongs to.
 - ``rounds``: a 2026-07-28 call suspended while its upstream asks the client something;
   ``request_state``: the keys sealing ``requestState``.
 - ``outbox``: on the gateway, each session's notices posted, never awaited.

@@ -14,7 +14,8 @@ that server at once, the request cannot be attributed (stdio upstreams of the 20
 do not say which call a request belongs to) and is refused, unless all the calls are one
 member's and all but one of them are suspended on a question already out (a call
 waiting for its answer is likely not asking another; across members a guess is never
-made). A refusal excuses the call's failure from the server's circuit breaker.
+made): ``session.in_flight`` decides. A refusal excuses the call's failure from the
+server's circuit breaker.
 
 What upstreams are offered is ``capabilities``' to say: on stdio the client's own
 declaration, on the gateway what some member may answer; a request the client it reaches
@@ -38,7 +39,6 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast, get_args
 from weakref import WeakKeyDictionary
 
@@ -54,8 +54,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_patchbay.session import rounds
 from mcp_patchbay.session.capabilities import GATEWAY_OFFER, offered, refusal
+from mcp_patchbay.session.in_flight import InFlight, caller_among
 from mcp_patchbay.session.outbox import Outboxes
-from mcp_patchbay.session.rounds import Exchange
 from mcp_patchbay.session.sdk import connection_of
 
 logger = logging.getLogger(__name__)
@@ -101,29 +101,6 @@ def _no_pause(server: str) -> AbstractContextManager[None]:
     return nullcontext()
 
 
-@dataclass(eq=False, slots=True)
-class _InFlight:
-    """A client request with a tool call to some server in flight."""
-
-    ctx: ServerRequestContext[Any, Any]
-    exchange: Exchange | None
-    """Its exchange when its client speaks 2026-07-28 and can answer (``rounds``)."""
-    member: str | None = None
-    """Who signed in to the gateway for it (the token's name or the JWT's identity), if anyone."""
-    refused: bool = False
-    """The proxy refused a request the server made meanwhile that may be this call's: a failure of
-    the call is then not the server's own (its circuit breaker does not count it)."""
-
-    @property
-    def caller(self) -> object:
-        """Who a question would be put to: the 2025 session, or the 2026 call itself."""
-        return self.exchange if self.exchange is not None else connection_of(self.ctx.session)
-
-    @property
-    def waiting(self) -> bool:
-        return self.exchange is not None and self.exchange.waiting
-
-
 class SessionChannel:
     """``ClientChannel`` over the client's session, as captured from its first request."""
 
@@ -155,7 +132,7 @@ class SessionChannel:
         """What upstreams are offered; on stdio, what the one client declared (``capabilities``)."""
         self._elicitations: OrderedDict[tuple[str, str], weakref.ref[Connection]] = OrderedDict()
         """Per (server, elicitationId) of a URL elicitation, the session that saw it (``shared``)."""
-        self._calls: dict[str, list[_InFlight]] = {}
+        self._calls: dict[str, list[InFlight]] = {}
         """Per server, the client requests with a tool call to it in flight (``shared``, or
         a 2026-07-28 client on stdio)."""
         self._modern = False
@@ -169,13 +146,13 @@ class SessionChannel:
         """The id the client holds of a server's task (``tasks``), or None when the proxy knows none."""
 
     @contextmanager
-    def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[_InFlight | None]:
+    def calling(self, server: str, ctx: ServerRequestContext[Any, Any] | None) -> Generator[InFlight | None]:
         """A tool call of ``ctx``'s client to ``server`` is in flight: what the server asks
         meanwhile is for that client (for a 2026-07-28 client, for that call)."""
         if ctx is None or not (self.shared or ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS):
             yield None
             return
-        call = _InFlight(ctx, rounds.CURRENT.get(), self._member(ctx) if self.shared else None)
+        call = InFlight(ctx, rounds.CURRENT.get(), self._member(ctx) if self.shared else None)
         calls = self._calls.setdefault(server, [])
         calls.append(call)
         try:
@@ -197,37 +174,6 @@ class SessionChannel:
             held.get(uri) == server for other, held in self._subscribers.items() if other is not connection
         )
         return server, others
-
-    def _caller(self, server: str, what: str) -> _InFlight | types.ErrorData:
-        """The call to ``server`` a request from it belongs to (``shared``, 2026-07-28 stdio)."""
-        calls = self._calls.get(server) or []
-        if not calls:
-            logger.info("'%s' sent %s outside of any tool call: refused (no client to ask)", server, what)
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{what} is only answered during a tool call.")
-        latest = {call.caller: call for call in calls}
-        if len(latest) == 1:
-            return calls[-1]
-        # A call whose question is out waits for its answer: the new question is likely another
-        # call's. Likely, not surely (one call may ask two questions at once), so on the gateway
-        # only among one member's calls: a question never goes to another member on a guess.
-        free = [call for call in latest.values() if not call.waiting]
-        one_member = len({call.member for call in latest.values()}) == 1
-        if len(free) == 1 and (one_member or not self.shared):
-            return free[0]
-        if not self.shared:  # on stdio every call is the one client's: any of them may carry it
-            return (free or calls)[-1]
-        for call in calls:
-            call.refused = True
-        logger.warning(
-            "'%s' sent %s while calls from %d clients were in flight to it: refused, it cannot be told whose",
-            server,
-            what,
-            len(latest),
-        )
-        return types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message=f"{what} cannot be routed: several clients have calls in flight to this server.",
-        )
 
     def _member(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         return self._identity_of(ctx) if self._identity_of is not None else None
@@ -312,7 +258,7 @@ class SessionChannel:
         concurrency slot), whoever the client is."""
         session, declared, caller = self.session, self._caps, None
         if self.shared or self._modern:
-            caller = self._caller(server, request.method)
+            caller = caller_among(self._calls.get(server) or [], server, request.method, shared=self.shared)
             if isinstance(caller, types.ErrorData):
                 return caller
             if caller.exchange is not None:
@@ -396,7 +342,7 @@ class SessionChannel:
         match notification:
             case types.LoggingMessageNotification(params=p):
                 calls = self._calls.get(server) or []
-                connections = {id(connection): connection for connection in map(_connection, calls)}
+                connections = {id(call.connection): call.connection for call in calls}
                 if len(connections) != 1 or outboxes is None:
                     return
                 (connection,) = connections.values()
@@ -424,10 +370,6 @@ class SessionChannel:
                 outboxes.post(connection, "notifications/elicitation/complete", {"elicitationId": p.elicitation_id})
             case _:
                 pass
-
-
-def _connection(call: _InFlight) -> Connection:
-    return connection_of(call.ctx.session)
 
 
 def _log_client(ctx: ServerRequestContext[Any, Any], member: str | None = None) -> types.InitializeRequestParams | None:
