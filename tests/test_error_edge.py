@@ -1,6 +1,7 @@
 """The error edge as a table: every foreign exception the proxy meets maps to the code the
 README's error table promises, and each code carries the category and retryability that
-table gives it. No I/O: ``foreign_errors.translate`` and ``foreign_errors.translated`` are pure."""
+table gives it; a sign-in's failures the same way (``sign_in_failure``). No I/O: ``errors.foreign``
+is pure."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.client.auth.exceptions import OAuthTokenError
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from mcp_patchbay.errors.foreign import HTTP_STATUS_KEY, RETRY_AFTER_KEY, most_telling, translate, translated
+from mcp_patchbay.errors.exception_groups import most_telling
+from mcp_patchbay.errors.foreign import (
+    HTTP_STATUS_KEY,
+    RETRY_AFTER_KEY,
+    auth_server_trouble,
+    sign_in_failure,
+    translate,
+    translated,
+)
 from mcp_patchbay.errors.tree import (
     ClientError,
     Code,
@@ -28,6 +37,7 @@ from mcp_patchbay.errors.tree import (
     refusal_data,
     result_values,
 )
+from mcp_patchbay.oauth.urls import RefusedUrl
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -185,6 +195,53 @@ def test_the_telling_leaf_is_one_rule() -> None:
     assert most_telling(only_cancelled) is only_cancelled
     plain = ValueError()
     assert most_telling(plain) is plain
+
+
+_SERVER_URL = "https://upstream.example/mcp"
+_AUTH_REQUEST = httpx2.Request("POST", "https://auth.example/token")
+
+SIGN_IN: list[tuple[str, BaseException, Code]] = [
+    ("not finished in time", TimeoutError(), Code.AUTH_REQUIRED),
+    ("registration refused", OAuthRegistrationError("registration failed: 400"), Code.AUTH_REGISTRATION_REFUSED),
+    ("token refused", OAuthTokenError("token exchange failed: 400"), Code.AUTH_TOKEN_ERROR),
+    ("state mismatch", OAuthFlowError("State parameter mismatch"), Code.AUTH_STATE_MISMATCH),
+    ("other flow error", OAuthFlowError("no metadata"), Code.AUTH_FAILED),
+    ("refused address", RefusedUrl("authorization endpoint", "http://evil.example/", "not https"), Code.AUTH_FAILED),
+    ("ours passes", UpstreamError(Code.AUTH_SERVER_UNREACHABLE, "down", server="s"), Code.AUTH_SERVER_UNREACHABLE),
+    ("auth server out of reach", httpx2.ConnectError("refused", request=_AUTH_REQUEST), Code.AUTH_SERVER_UNREACHABLE),
+    ("the server itself out of reach", httpx2.ConnectError("refused", request=_REQUEST), Code.CONNECTION_FAILED),
+    (
+        "group: the token's leaf",
+        BaseExceptionGroup("tg", [RuntimeError("x"), OAuthTokenError("t")]),
+        Code.AUTH_TOKEN_ERROR,
+    ),
+    ("anything else: translate's", _status(503), Code.SERVER_ERROR),
+]
+
+
+@pytest.mark.parametrize(("exc", "code"), [(exc, code) for _, exc, code in SIGN_IN], ids=[n for n, _, _ in SIGN_IN])
+def test_a_sign_in_failure_maps_to_its_code(exc: BaseException, code: Code) -> None:
+    """A sign-in's failure is translated where every other foreign exception is (``errors.foreign``)."""
+    error = sign_in_failure(exc, "s", _SERVER_URL, timeout=300)
+    assert isinstance(error, UpstreamError) and error.code is code
+    assert error.server == "s"
+
+
+def test_a_sign_in_failure_says_what_the_model_can_do() -> None:
+    timed_out = sign_in_failure(TimeoutError(), "s", _SERVER_URL, timeout=300)
+    assert "within 5 minutes" in timed_out.message and "'s'" in timed_out.message
+    refused = sign_in_failure(_status(401), "s", _SERVER_URL, timeout=300, signed_in=True)
+    assert refused.code is Code.AUTH_FAILED and "signing in again is unlikely to help" in refused.message
+    token = OAuthTokenError("bad: input_value={'access_token': 'secret-value'}, input_type=dict")
+    assert "secret-value" not in (sign_in_failure(token, "s", _SERVER_URL, timeout=300).detail or "")
+
+
+def test_the_authorization_server_out_of_reach_is_told_apart() -> None:
+    """The gate asks the same rule of a refresh's connection failure."""
+    assert auth_server_trouble(httpx2.ConnectError("x", request=_REQUEST), "s", _SERVER_URL) is None
+    assert auth_server_trouble(ValueError(), "s", _SERVER_URL) is None
+    trouble = auth_server_trouble(httpx2.ConnectError("x", request=_AUTH_REQUEST), "s", _SERVER_URL)
+    assert trouble is not None and trouble.code is Code.AUTH_SERVER_UNREACHABLE
 
 
 def test_every_code_has_the_category_and_retryability_the_readme_gives() -> None:

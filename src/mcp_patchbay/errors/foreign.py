@@ -1,20 +1,23 @@
-"""Where foreign exceptions become the proxy's own (``errors``' tree): one place, used as a boundary.
+"""Where foreign exceptions become the proxy's own (``errors``' tree): the one translator, used as a boundary.
 
 ``translate`` maps anything raised while talking to an upstream (OSError, anyio stream
 errors, httpx errors, the SDK's ``MCPError``, pydantic's ``ValidationError``, exception
 groups from transports) to a ``PatchbayError``, most specific match first; ``translated`` is
 the ``with`` block that applies it at a boundary, as httpx's ``map_httpcore_exceptions``
-does. ``most_telling`` is the one rule for the leaf of an exception group that says what
-happened. The HTTP links' statuses (``HTTP_STATUS_KEY``) and an upstream's HTTP status
-(``from_http_status``) are read back here too. ``tests/test_error_edge.py`` holds every
-foreign exception the proxy meets against the code the README promises for it.
+does. ``sign_in_failure`` is the same for a sign-in (``oauth.signin``): the SDK's OAuth errors,
+a refused address, a timeout, an authorization server out of reach (``auth_server_trouble``,
+which the sign-in gate asks too); what no sign-in rule matches is ``translate``'s. Two parts
+of it live beside it: ``exception_groups.most_telling``, the one rule for the leaf of a group
+that says what happened, and ``http_status.from_http_status``, what an upstream's HTTP status
+means. The HTTP links' statuses (``HTTP_STATUS_KEY``) are read back here (``http_status_of``).
+``tests/test_error_edge.py`` holds every foreign exception the proxy meets against the code the
+README promises for it.
 
 Pure: no I/O, no logging.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Generator
 from contextlib import contextmanager
@@ -23,10 +26,12 @@ from typing import Any, cast
 import anyio
 import httpx2
 import mcp_types as types
-from mcp.client.auth.exceptions import OAuthFlowError
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from mcp_patchbay.errors.exception_groups import most_telling
+from mcp_patchbay.errors.http_status import from_http_status
 from mcp_patchbay.errors.tree import (
     REFUSED_KEY,
     ClientError,
@@ -34,21 +39,20 @@ from mcp_patchbay.errors.tree import (
     ElicitationRequired,
     NotDelivered,
     PatchbayError,
-    SessionExpired,
     UpstreamError,
     clip,
     refused_answer,
 )
+from mcp_patchbay.oauth.urls import RefusedUrl
+from mcp_patchbay.redaction import redact
 
 __all__ = [
     "HTTP_STAND_INS",
     "HTTP_STATUS_KEY",
     "RETRY_AFTER_KEY",
-    "from_http_status",
+    "auth_server_trouble",
     "http_status_of",
-    "leaves",
-    "most_telling",
-    "parse_retry_after",
+    "sign_in_failure",
     "translate",
     "translated",
 ]
@@ -167,44 +171,6 @@ def translate(
         server=server,
         tool=tool,
     )
-
-
-def leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions at the leaves of (nested) ExceptionGroups, in order; ``exc`` itself if not a group."""
-    if not isinstance(exc, BaseExceptionGroup):
-        return [exc]
-    found: list[BaseException] = []
-    for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
-        found.extend(leaves(inner))
-    return found
-
-
-_TELLING: tuple[type[BaseException], ...] = (
-    PatchbayError,
-    OAuthFlowError,
-    httpx2.HTTPStatusError,
-    MCPError,
-    httpx2.HTTPError,
-    OSError,  # TimeoutError and ConnectionError among them
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.EndOfStream,
-)
-"""The kinds of leaf that say what happened, most telling first (``most_telling``)."""
-
-
-def most_telling(exc: BaseException) -> BaseException:
-    """The one rule for the leaf of (nested) ExceptionGroups that says what happened: of the leaves
-    not cancelled (asyncio's: the proxy runs on it), the first of the most telling kind, else the first."""
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc
-    group = cast("BaseExceptionGroup[BaseException]", exc)
-    found = [leaf for leaf in leaves(group) if not isinstance(leaf, asyncio.CancelledError)]
-    for kind in _TELLING:
-        for leaf in found:
-            if isinstance(leaf, kind):
-                return leaf
-    return found[0] if found else group
 
 
 _JS_FRAME = re.compile(r"^\s*at\s.*:\d+(:\d+)?\)?\s*$")
@@ -329,17 +295,6 @@ def _elicitation_required(exc: MCPError, *, server: str, tool: str | None) -> El
     )
 
 
-def parse_retry_after(value: str | None) -> int | None:
-    """Retry-After in seconds (the HTTP-date form is rare for APIs; treated as absent)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    return max(0, int(seconds * 1000))
-
-
 HTTP_STATUS_KEY = "patchbay/httpStatus"
 RETRY_AFTER_KEY = "patchbay/retryAfter"
 """Where the proxy's HTTP links put the status (and Retry-After) behind the SDK's stand-in error
@@ -363,45 +318,107 @@ def http_status_of(exc: MCPError) -> tuple[int, str | None] | None:
     return status, retry_after if isinstance(retry_after, str) else None
 
 
-def from_http_status(status: int, retry_after: str | None, *, server: str) -> PatchbayError:
-    """An HTTP status seen on an upstream's transport, as an error."""
+# --- a sign-in's failure ---------------------------------------------------------------------
+
+
+_STATE_MISMATCH = "state parameter mismatch"
+_SIGN_IN_FAILURES: tuple[tuple[type[BaseException], Code, str], ...] = (
+    (
+        TimeoutError,
+        Code.AUTH_REQUIRED,
+        "Signing in to server {where} was not finished within {minutes:g} minutes. Calling one of its tools "
+        "again starts a new sign-in; ask the user to complete it in the browser.",
+    ),
+    (
+        OAuthRegistrationError,
+        Code.AUTH_REGISTRATION_REFUSED,
+        "The authorization server of server {where} refused to register the proxy as a client. Tell the user "
+        "to register a client with it and put its ID in the server's 'oauth.client_id' in the patchbay config.",
+    ),
+    (
+        OAuthTokenError,
+        Code.AUTH_TOKEN_ERROR,
+        "The authorization server of server {where} refused to issue a token, so the sign-in failed. Retry "
+        "once; if it persists, tell the user (the proxy's log has the details).",
+    ),
+    (
+        OAuthFlowError,
+        Code.AUTH_STATE_MISMATCH,  # only when its text says so (``_STATE_MISMATCH``)
+        "Signing in to server {where} was stopped: the browser came back from a different sign-in attempt "
+        "(state mismatch). Calling one of its tools again starts a new sign-in.",
+    ),
+    (
+        OAuthFlowError,
+        Code.AUTH_FAILED,
+        "Signing in to server {where} failed: its sign-in setup could not be used. Tell the user (the "
+        "proxy's log has the details).",
+    ),
+)
+"""What a sign-in's failures say to the model, by the kind of leaf, first match wins; the SDK's
+registration and token errors are its flow errors too, so they come before them."""
+
+
+def sign_in_failure(
+    exc: BaseException, server: str, server_url: str, *, timeout: float, signed_in: bool = False
+) -> UpstreamError:
+    """A failed sign-in (``oauth.signin.sign_in``, which gave the person ``timeout`` seconds) as a
+    short error for the model, the full story in ``detail``; ``signed_in``: the tokens were had,
+    and the server refused them all the same. What no sign-in rule matches is ``translate``'s."""
+    leaf = most_telling(exc)
     where = f"'{server}'"
-    if status in (401, 403):
+    detail = _clean(f"{type(leaf).__name__}: {leaf}")
+    if isinstance(leaf, RefusedUrl):
         return UpstreamError(
             Code.AUTH_FAILED,
-            f"Server {where} refused the proxy's credentials (HTTP {status}). Tell the user to check the "
-            "server's headers or token in the patchbay config.",
-            detail=f"HTTP {status}",
+            f"Signing in to server {where} was refused: its authorization server named {leaf.article} the proxy "
+            f"will not use ({leaf.reason}). Nothing was opened in the browser. Tell the user.",
+            detail=leaf.detail,
             server=server,
         )
-    if status == 404:
-        return SessionExpired(
-            Code.CONNECTION_LOST,
-            f"Server {where} ended the session. Retry the call.",
-            detail="HTTP 404 on a request carrying a session id",
-            server=server,
+    if isinstance(leaf, UpstreamError):
+        return leaf
+    for kind, code, words in _SIGN_IN_FAILURES:
+        if isinstance(leaf, kind) and (code is not Code.AUTH_STATE_MISMATCH or _STATE_MISMATCH in str(leaf).lower()):
+            return UpstreamError(code, words.format(where=where, minutes=timeout / 60), detail=detail, server=server)
+    if (trouble := auth_server_trouble(leaf, server, server_url)) is not None:
+        return trouble
+    error = translate(leaf, server=server)
+    if signed_in and error.code is Code.AUTH_FAILED:
+        error.message = (
+            f"The sign-in to server {where} worked, but the server still refuses the proxy's requests. Tell the "
+            "user; signing in again is unlikely to help."
         )
-    if status == 429:
-        after = parse_retry_after(retry_after)
-        wait = f" Wait {max(1, round(after / 1000))}s, then retry." if after is not None else " Wait, then retry."
-        return UpstreamError(
-            Code.RATE_LIMITED,
-            f"Server {where} is rate limiting requests (HTTP 429).{wait}",
-            detail=f"HTTP 429 retry-after={retry_after!r}",
-            server=server,
-            retry_after_ms=after,
-        )
-    if status >= 500:
-        return UpstreamError(
-            Code.SERVER_ERROR,
-            f"Server {where} had an internal error (HTTP {status}). Retry in a little while.",
-            detail=f"HTTP {status}",
-            server=server,
-            retry_after_ms=parse_retry_after(retry_after),
-        )
+    return error if isinstance(error, UpstreamError) else UpstreamError(error.code, error.message, detail=detail)
+
+
+def auth_server_trouble(exc: BaseException, server: str, server_url: str) -> UpstreamError | None:
+    """A connection failure that was the authorization server's (not the MCP server's at
+    ``server_url``) as ``AUTH_SERVER_UNREACHABLE``; None for any other."""
+    leaf = most_telling(exc)
+    if not isinstance(leaf, httpx2.TransportError) or _same_origin(leaf, server_url):
+        return None
     return UpstreamError(
-        Code.PROTOCOL_ERROR,
-        f"Server {where} answered with HTTP {status}. Tell the user to check the server's url.",
-        detail=f"HTTP {status}",
+        Code.AUTH_SERVER_UNREACHABLE,
+        f"The authorization server of server '{server}' could not be reached, so the proxy cannot sign in to it "
+        "now. Retry later; if it persists, tell the user.",
+        detail=_clean(f"{type(leaf).__name__}: {leaf}"),
         server=server,
     )
+
+
+def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:
+    try:
+        url = exc.request.url
+    except RuntimeError:
+        return True
+    server = httpx2.URL(server_url)
+    return (url.scheme, url.host, url.port) == (server.scheme, server.host, server.port)
+
+
+_PYDANTIC_INPUT = re.compile(r"input_value=.*?(?=, input_type=)", re.DOTALL)
+
+
+def _clean(detail: str) -> str:
+    """A failure's text for the log: without the answer pydantic quotes (a token endpoint's body
+    may hold a token) and with credential-like values redacted."""
+    return redact(_PYDANTIC_INPUT.sub("input_value=...", detail))[:2000]

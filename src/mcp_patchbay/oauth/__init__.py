@@ -7,8 +7,8 @@
 - ``urls``: the addresses a sign-in takes from a server, checked before use (https, or http on
   loopback; well formed; nothing a shell acts on): refused with ``AUTH_FAILED``, no browser opened.
 - ``loopback``: the redirect URI, a listener on 127.0.0.1 while a sign-in waits.
-- ``signin``: one sign-in with a person at a browser (``sign_in``), and what its failures
-  mean for the model (``failure``): used by ``mcp-patchbay login`` and by the gate.
+- ``signin``: one sign-in with a person at a browser (``sign_in``): used by ``mcp-patchbay
+  login`` and by the gate. What its failures mean for the model is ``errors.foreign``'s to say.
 - ``gate``: ``SignInGate``, an upstream's sign-in while serving: judges refusals, starts
   at most one sign-in at a time when a call needs it, notices sign-ins made elsewhere.
 - ``commands``: ``mcp-patchbay login`` and ``logout``, for a person at a terminal.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcp_patchbay.config import RemoteSpec, Settings
+from mcp_patchbay.errors.foreign import auth_server_trouble, sign_in_failure
 from mcp_patchbay.errors.tree import Code, PatchbayError, SignedIn, UpstreamError
 
 if TYPE_CHECKING:
@@ -93,8 +94,6 @@ class SignInGate:
         (the challenge is kept for the sign-in), a plainer ``AUTH_FAILED`` where it cannot; a
         connection failure that was the authorization server's (a refresh): ``AUTH_SERVER_UNREACHABLE``."""
         if error.code is Code.CONNECTION_FAILED and cause is not None:
-            from mcp_patchbay.oauth.signin import auth_server_trouble
-
             return auth_server_trouble(cause, self.name, self.spec.url) or error
         live = self._live
         if error.code is not Code.AUTH_FAILED or live is None:
@@ -218,7 +217,7 @@ class SignInGate:
 
     async def run(self) -> None:
         """Run the sign-ins calls ask for, one at a time, for as long as the upstream lives."""
-        from mcp_patchbay.oauth.signin import failure, open_in_browser, sign_in
+        from mcp_patchbay.oauth.signin import SIGN_IN_TIMEOUT, open_in_browser, sign_in
 
         while True:
             await self._wanted.wait()
@@ -255,7 +254,7 @@ class SignInGate:
                     logger.error("sign-in to '%s' failed: %s (%s)", self.name, exc.code.value, exc.detail)
             except Exception as exc:  # never let a sign-in end the upstream
                 logger.exception("sign-in to '%s' failed unexpectedly", self.name)
-                self.last_failure = failure(exc, self.name, self.spec.url)
+                self.last_failure = sign_in_failure(exc, self.name, self.spec.url, timeout=SIGN_IN_TIMEOUT)
             else:
                 self.challenge = None
                 logger.warning("sign-in to '%s' %s", self.name, "completed" if done else "was not asked for")

@@ -49,7 +49,7 @@ from mcp_patchbay.oauth.urls import RefusedUrl, endpoint_refusal, metadata_refus
 
 logger = logging.getLogger(__name__)
 # The SDK's OAuth logger quotes servers' answers (which may hold tokens) in its tracebacks; the
-# proxy says what failed in its own words (``signin.failure``), so the SDK's stays quiet.
+# proxy says what failed in its own words (``errors.foreign.sign_in_failure``), so the SDK's stays quiet.
 logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
 
 REFRESH_MARGIN = 60.0

@@ -1,4 +1,4 @@
-"""One sign-in, with a person at a browser: ``sign_in``, and what its failures mean: ``failure``.
+"""One sign-in, with a person at a browser: ``sign_in``.
 
 A sign-in connects to the server as the proxy would, with an interactive ``UpstreamAuth``:
 the server's refusal starts the SDK's flow (discovery, registration, PKCE), the browser is
@@ -10,13 +10,14 @@ since some servers let ``initialize`` through and ask for a token only after it.
 The authorization URL is checked (``urls.browser_refusal``) before it is shown or opened, and
 again by ``open_in_browser``: a refused one ends the sign-in with ``AUTH_FAILED``
 (``urls.RefusedUrl``); the endpoints it came from were checked as they arrived (``provider``).
+What a failure means for the model is ``errors.foreign.sign_in_failure``'s to say, as every
+foreign exception's is ``errors.foreign``'s.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import sys
 import threading
@@ -26,20 +27,17 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
-import httpx2
 import mcp_types as types
-from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.session import ClientSession
 
 from mcp_patchbay import __version__
 from mcp_patchbay.config import RemoteSpec
-from mcp_patchbay.errors.foreign import most_telling, translate
-from mcp_patchbay.errors.tree import Code, UpstreamError
+from mcp_patchbay.errors.exception_groups import most_telling
+from mcp_patchbay.errors.foreign import sign_in_failure
 from mcp_patchbay.oauth.loopback import Loopback, loopback
 from mcp_patchbay.oauth.provider import Challenge, UpstreamAuth
 from mcp_patchbay.oauth.store import TokenStore
 from mcp_patchbay.oauth.urls import RefusedUrl, browser_refusal, shown
-from mcp_patchbay.redaction import redact
 from mcp_patchbay.upstreams.transports import open_link
 
 logger = logging.getLogger(__name__)
@@ -105,8 +103,8 @@ async def sign_in(
     ``show`` gets the authorization URL (to open a browser, print it, or both). A
     ``challenge`` is the refusal that made this sign-in necessary: with a step-up, the
     stored tokens are kept so that the new grant adds to them; otherwise the sign-in
-    starts afresh. Raises ``UpstreamError`` with a sign-in code (``failure``); the caller
-    says it (the traceback is logged at DEBUG).
+    starts afresh. Raises ``UpstreamError`` with a sign-in code (``errors.foreign.sign_in_failure``);
+    the caller says it (the traceback is logged at DEBUG).
     """
     step_up = challenge is not None and challenge.step_up
     provider: UpstreamAuth | None = None
@@ -137,7 +135,8 @@ async def sign_in(
     except BaseException as exc:
         if isinstance(exc, anyio.get_cancelled_exc_class()):
             raise
-        error = failure(exc, name, spec.url, signed_in=provider is not None and provider.exchanged)
+        signed_in = provider is not None and provider.exchanged
+        error = sign_in_failure(exc, name, spec.url, timeout=SIGN_IN_TIMEOUT, signed_in=signed_in)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("signing in to '%s' failed", name, exc_info=most_telling(exc))
         raise error from exc
@@ -189,102 +188,4 @@ def _registered_by_us(client_id: str, spec: RemoteSpec) -> bool:
     return oauth is None or client_id not in (oauth.client_id, oauth.client_metadata_url)
 
 
-def failure(exc: BaseException, name: str, server_url: str, *, signed_in: bool = False) -> UpstreamError:
-    """A failed sign-in as a short error for the model, the full story in ``detail``."""
-    leaf = most_telling(exc)
-    where = f"'{name}'"
-    detail = _clean(f"{type(leaf).__name__}: {leaf}")
-    if isinstance(leaf, RefusedUrl):
-        return UpstreamError(
-            Code.AUTH_FAILED,
-            f"Signing in to server {where} was refused: its authorization server named {leaf.article} the proxy "
-            f"will not use ({leaf.reason}). Nothing was opened in the browser. Tell the user.",
-            detail=leaf.detail,
-            server=name,
-        )
-    if isinstance(leaf, UpstreamError):
-        return leaf
-    if isinstance(leaf, TimeoutError):
-        return UpstreamError(
-            Code.AUTH_REQUIRED,
-            f"Signing in to server {where} was not finished within {SIGN_IN_TIMEOUT / 60:g} minutes. Calling one "
-            "of its tools again starts a new sign-in; ask the user to complete it in the browser.",
-            detail=detail,
-            server=name,
-        )
-    if isinstance(leaf, OAuthRegistrationError):
-        return UpstreamError(
-            Code.AUTH_REGISTRATION_REFUSED,
-            f"The authorization server of server {where} refused to register the proxy as a client. Tell the user "
-            "to register a client with it and put its ID in the server's 'oauth.client_id' in the patchbay config.",
-            detail=detail,
-            server=name,
-        )
-    if isinstance(leaf, OAuthTokenError):
-        return UpstreamError(
-            Code.AUTH_TOKEN_ERROR,
-            f"The authorization server of server {where} refused to issue a token, so the sign-in failed. Retry "
-            "once; if it persists, tell the user (the proxy's log has the details).",
-            detail=detail,
-            server=name,
-        )
-    if isinstance(leaf, OAuthFlowError):
-        if "state parameter mismatch" in str(leaf).lower():
-            return UpstreamError(
-                Code.AUTH_STATE_MISMATCH,
-                f"Signing in to server {where} was stopped: the browser came back from a different sign-in "
-                "attempt (state mismatch). Calling one of its tools again starts a new sign-in.",
-                detail=detail,
-                server=name,
-            )
-        return UpstreamError(
-            Code.AUTH_FAILED,
-            f"Signing in to server {where} failed: its sign-in setup could not be used. Tell the user (the "
-            "proxy's log has the details).",
-            detail=detail,
-            server=name,
-        )
-    if (trouble := auth_server_trouble(leaf, name, server_url)) is not None:
-        return trouble
-    error = translate(leaf, server=name)
-    if signed_in and error.code is Code.AUTH_FAILED:
-        error.message = (
-            f"The sign-in to server {where} worked, but the server still refuses the proxy's requests. Tell the "
-            "user; signing in again is unlikely to help."
-        )
-    return error if isinstance(error, UpstreamError) else UpstreamError(error.code, error.message, detail=detail)
-
-
-_PYDANTIC_INPUT = re.compile(r"input_value=.*?(?=, input_type=)", re.DOTALL)
-
-
-def _clean(detail: str) -> str:
-    """A failure's text for the log: without the answer pydantic quotes (a token endpoint's body
-    may hold a token) and with credential-like values redacted."""
-    return redact(_PYDANTIC_INPUT.sub("input_value=...", detail))[:2000]
-
-
-def auth_server_trouble(exc: BaseException, name: str, server_url: str) -> UpstreamError | None:
-    """A connection failure that was the authorization server's, not the MCP server's."""
-    leaf = most_telling(exc)
-    if not isinstance(leaf, httpx2.TransportError) or _same_origin(leaf, server_url):
-        return None
-    return UpstreamError(
-        Code.AUTH_SERVER_UNREACHABLE,
-        f"The authorization server of server '{name}' could not be reached, so the proxy cannot sign in to it "
-        "now. Retry later; if it persists, tell the user.",
-        detail=_clean(f"{type(leaf).__name__}: {leaf}"),
-        server=name,
-    )
-
-
-def _same_origin(exc: httpx2.TransportError, server_url: str) -> bool:
-    try:
-        url = exc.request.url
-    except RuntimeError:
-        return True
-    server = httpx2.URL(server_url)
-    return (url.scheme, url.host, url.port) == (server.scheme, server.host, server.port)
-
-
-__all__ = ["SIGN_IN_TIMEOUT", "auth_server_trouble", "failure", "open_in_browser", "sign_in"]
+__all__ = ["SIGN_IN_TIMEOUT", "open_in_browser", "sign_in"]

@@ -121,7 +121,7 @@ def metadata_refusal(body: object) -> tuple[str, str, str] | None:
 
 class RefusedUrl(UpstreamError):
     """A server named a sign-in address the proxy will not use: nothing was sent to it and no
-    browser opened (``AUTH_FAILED``). ``signin.failure`` says it with the server's name."""
+    browser opened (``AUTH_FAILED``). ``errors.foreign.sign_in_failure`` says it with the server's name."""
 
     def __init__(self, what: str, url: str, reason: str) -> None:
         self.what, self.reason = what, reason
