@@ -229,7 +229,7 @@ async def test_an_apps_call_by_its_servers_own_name_is_not_logged_as_a_mistake(
     name is still told at INFO."""
     config = config_from({"monitor": {"command": "x"}})
     async with connected(config, MemoryUpstreams({"monitor": _monitor()})) as (_, client):
-        with caplog.at_level(logging.INFO, logger="mcp_patchbay.calls.path"):
+        with caplog.at_level(logging.INFO, logger="mcp_patchbay.calls.resolve"):
             await client.call_tool("poll-system-stats", {})
             await client.call_tool("monitor.get-system-info", {})
     told = [record.getMessage() for record in caplog.records if "resolved tool name" in record.getMessage()]

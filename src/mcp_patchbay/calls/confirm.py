@@ -1,18 +1,22 @@
 """``patchbay.confirm``: the user is asked before ``call_tool`` runs a tool that may change things.
 
-``calls.path`` calls ``confirm`` for a name that came as a call route's argument; a declined or
-cancelled question is ``USER_DECLINED`` and nothing is sent.
+The ``confirmed`` step asks (``confirm``) for a name that came as a call route's argument; a declined
+or cancelled question is ``USER_DECLINED`` and nothing is sent.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types as types
 
+from mcp_patchbay.calls.policies import RawResult
+from mcp_patchbay.calls.steps import CallState, Step
 from mcp_patchbay.catalog.merge import CatalogTool
+from mcp_patchbay.config import Settings
 from mcp_patchbay.errors.tree import ClientError, Code
 from mcp_patchbay.session.requests_back import SessionChannel
 
@@ -46,4 +50,20 @@ async def confirm(channel: SessionChannel, target: CatalogTool, arguments: dict[
         )
 
 
-__all__ = ["confirm"]
+def confirmed(inner: Step, channel: SessionChannel, settings: Settings) -> Step:
+    """With ``patchbay.confirm``, a call route's call is run once the user approves it (``confirm``)."""
+
+    async def asked(state: CallState) -> RawResult:
+        assert state.target is not None
+        await confirm(channel, state.target, state.arguments)
+        return await inner(state)
+
+    def step(state: CallState) -> Awaitable[RawResult]:
+        if state.named_as_data and settings.confirm:
+            return asked(state)
+        return inner(state)
+
+    return step
+
+
+__all__ = ["confirm", "confirmed"]

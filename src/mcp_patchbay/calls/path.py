@@ -1,12 +1,30 @@
-"""The tool path: one ``tools/call``, whatever way it came, and the one error edge.
+"""The tool path: one ``tools/call``, whatever way it came, as one chain of steps, and the one error edge.
 
 Both lanes end here: the handshake-era lane (``fastpath.stdio_calls.CallLane``, JSON values) calls
-``ToolPath.run``; the SDK's typed path (2026-07-28 connections, calls before the
-handshake ended) calls ``ToolPath.call_tool``, which runs a 2026-07-28 call that can
-answer input through ``rounds``. ``run`` looks the name up in the caller's view, resolves
-a mistaken one (``naming``, ``errors.names``; a name that stands for a tool held back until the
-user approves it gets ``TOOL_CHANGED``: ``Supervisor.held_error``), checks the arguments, and sends the call down
-its upstream's policy chain (``upstream.chain``), bounding the result (``results``).
+``ToolPath.run``; the SDK's typed path (2026-07-28 connections, calls before the handshake ended)
+calls ``ToolPath.call_tool``, which runs a 2026-07-28 call that can answer input through ``rounds``.
+
+``run`` looks the name up as given in the caller's view and sends the call, a ``steps.CallState``,
+down the path: one callable type, ``steps.Step``, each step taking the next and being one (the
+shape of ``policies``' chain, which is the path's last link). Built once, in this order:
+
+    run: the edge (a failure becomes the answer: ``error_result``)
+    -> configured      a config file that cannot be loaded: CONFIG_INVALID
+    -> after_startup   a name not known yet waits for the first connections (``resolve``)
+    -> own_tools       the status tool, find_tools, the call routes (``routes``; a route re-enters ``run``)
+    -> resolved        a name not held as given is resolved, once (``resolve``: naming, errors.names,
+                       held tools)
+    -> fresh           a lazy server is started and its tool judged again (``resolve``)
+    -> route_limits    what a call route may run: no app-only tool, the read route only readers
+    -> served          the tool's server is still configured
+    -> arguments_checked
+    -> told            observers (metrics, the activity log) and the debug log, told of the result
+    -> size_limited    the result held to max_result_bytes (``results``)
+    -> recorded        the status counts the call
+    -> in_flight       what the server asks meanwhile is for this caller (``session.requests_back``)
+    -> confirmed       ``patchbay.confirm`` for a call route's call (``confirm``)
+    -> sent            the ToolCall down ``upstream.chain`` (breaker, deadline, bulkhead, retry), or
+                       run as a task and waited for (``tasks``)
 
 The edge: everything on the path raises a ``PatchbayError`` (foreign exceptions are
 translated where they are met, ``errors.foreign.translated``); ``error_result`` is the one place
@@ -25,57 +43,59 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.calls.confirm import confirm
-from mcp_patchbay.calls.deadlines import Deadline, ProgressFn
-from mcp_patchbay.calls.policies import ToolCall
-from mcp_patchbay.calls.results import bounded
-from mcp_patchbay.catalog.apps import app_only
+from mcp_patchbay.calls.confirm import confirmed
+from mcp_patchbay.calls.deadlines import ProgressFn
+from mcp_patchbay.calls.policies import RawResult
+from mcp_patchbay.calls.resolve import Names, after_startup, fresh, resolved
+from mcp_patchbay.calls.routes import RunTool, StatusOf, own_tools
+from mcp_patchbay.calls.steps import (
+    CallState,
+    Request,
+    Step,
+    arguments_checked,
+    configured,
+    in_flight,
+    recorded,
+    route_limits,
+    sent,
+    served,
+    size_limited,
+)
 from mcp_patchbay.catalog.client_quirks import errors_as_text
 from mcp_patchbay.catalog.merge import CatalogTool
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors.foreign import translated
-from mcp_patchbay.errors.names import hidden_tool, unknown_name
 from mcp_patchbay.errors.tree import (
     ClientError,
     Code,
     ElicitationRequired,
     PatchbayError,
-    SignedIn,
     UpstreamError,
     result_values,
     to_mcp_error,
 )
 from mcp_patchbay.fastpath.stdio_calls import split_meta
 from mcp_patchbay.session.capabilities import takes_url_elicitation
-from mcp_patchbay.session.exposure import call_request, find_request, find_result, reach, unavailable_notes
-from mcp_patchbay.session.exposure import reads_only as reads_only_tool
 from mcp_patchbay.session.notifications import IdentityOf
 from mcp_patchbay.session.outbox import Outboxes
 from mcp_patchbay.session.requests_back import SessionChannel
 from mcp_patchbay.session.rounds import Rounds, answers_input
-from mcp_patchbay.session.status import STATUS_TOOL, config_problem_text, tool_result
-from mcp_patchbay.session.views import View, Views
+from mcp_patchbay.session.views import Views
 from mcp_patchbay.upstreams.supervisor import Supervisor
-from mcp_patchbay.upstreams.upstream import Upstream
 
 if TYPE_CHECKING:
     from mcp_patchbay.tasks import Tasks
 logger = logging.getLogger(__name__)
 
-Request = ServerRequestContext[Any, Any]
 CallObserver = Callable[[str | None, str | None, str, float], None]
 """(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
 ``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
-RunTool = Callable[..., Awaitable[dict[str, Any]]]
-"""``ToolPath.run``, as ``Proxy.run_tool`` holds it."""
-StatusOf = Callable[["Request | None"], dict[str, Any]]
-"""The status as the caller of a request may see it (``Proxy.status_snapshot``)."""
 
 
 class ToolPath:
@@ -99,7 +119,6 @@ class ToolPath:
         self.exposure = views.exposure
         self.channel = channel
         self.rounds = rounds
-        self._status_of = status_of
         self._identity_of = identity_of
         self._outboxes = outboxes
         self.on_call: CallObserver | None = None
@@ -112,6 +131,35 @@ class ToolPath:
         """The stdio client's name, for a call the lane took (no SDK session to ask): ``Proxy`` sets it."""
         self.tasks: Tasks | None = None
         """Runs a plain call of a tool whose upstream requires a task as one, and waits: ``Proxy`` sets it."""
+        names = Names(settings, supervisor, views)
+        steps: tuple[Callable[[Step], Step], ...] = (  # outermost first, as the module's docstring draws them
+            partial(configured, supervisor=supervisor),
+            partial(after_startup, names=names),
+            partial(
+                own_tools,
+                settings=settings,
+                supervisor=supervisor,
+                exposure=self.exposure,
+                status_of=status_of,
+                hooks=self,
+                run=self.run,
+            ),
+            partial(resolved, names=names),
+            partial(fresh, names=names),
+            partial(route_limits, names=self.exposure.names),
+            partial(served, supervisor=supervisor),
+            arguments_checked,
+            self._told,
+            partial(size_limited, settings=settings),
+            partial(recorded, supervisor=supervisor),
+            partial(in_flight, channel=channel),
+            partial(confirmed, channel=channel, settings=settings),
+        )
+        path = sent(settings, self)
+        for wrap in reversed(steps):
+            path = wrap(path)
+        self._path: Step = path
+        """The call's path below the edge, built once."""
 
     async def call_tool(
         self, ctx: Request, params: types.CallToolRequestParams, run: RunTool
@@ -152,8 +200,7 @@ class ToolPath:
             failed = self.error_result(error, params.name, target, server, started=started, request=ctx)
             return types.CallToolResult.model_validate(failed, by_name=False)
 
-    # Long on purpose: the tool-call path's steps in order, one branch each; to become a chain (issue 34's follow-up).
-    async def run(  # noqa: PLR0912, PLR0915
+    async def run(
         self,
         called: str,
         arguments: dict[str, Any] | None,
@@ -178,119 +225,29 @@ class ToolPath:
         resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call).
         ``reads_only``: it came through the read route, which runs only a tool that says it only
         reads (else ``NOT_READ_ONLY``, nothing sent). A call route never runs a tool for its
-        server's app only (``apps.app_only``: ``TOOL_NOT_AVAILABLE``); the app calls it directly."""
-        started = time.monotonic()
+        server's app only (``apps.app_only``: ``TOOL_NOT_AVAILABLE``); the app calls it directly.
+
+        The call goes down the path (``self._path``) as a ``CallState``, its name looked up as
+        given; this is the edge around it, where a failure becomes the answer (``error_result``)."""
         view = self.views.view()
-        target = view.catalog.by_exposed.get(called)
-        server: str | None = None
+        state = CallState(
+            called,
+            arguments,
+            on_progress,
+            meta,
+            request,
+            named_as_data,
+            reads_only,
+            task,
+            long,
+            time.monotonic(),
+            view,
+            view.catalog.by_exposed.get(called),
+        )
         try:
-            if self.supervisor.config_problem is not None:
-                raise ClientError(Code.CONFIG_INVALID, config_problem_text(self.supervisor.config_problem))
-            if target is None and not self.supervisor.started:
-                await self.supervisor.wait_startup()
-                view = self.views.view()
-                target = view.catalog.by_exposed.get(called)
-            if target is None:
-                if called == STATUS_TOOL and self.settings.status_tool:
-                    return tool_result(self._status_of(request))
-                own = self.exposure.names
-                if called == own.find_tools:
-                    return await self._find_tools(arguments, view)
-                from mcp_patchbay.session.own_tools import read_route  # search mode's: not on the start's path
-
-                read = read_route(own)
-                if called in (own.call_tool, read):
-                    name, target_arguments = call_request(arguments, own, called)
-                    if name in (own.find_tools, own.call_tool, read):
-                        raise ClientError(
-                            Code.INVALID_ARGUMENTS,
-                            f"{called} calls the servers' tools; call {name} directly instead.",
-                        )
-                    return await self.run(
-                        name,
-                        target_arguments,
-                        on_progress,
-                        meta,
-                        request=request,
-                        named_as_data=True,
-                        reads_only=called == read or reach(view.catalog)[0],  # call_tool's claim holds
-                        long=long,
-                    )
-                target = await self._resolve(called, view)
-            upstream = self.supervisor.upstreams.get(target.server)
-            if upstream is not None and not upstream.running:
-                target = await self._started(upstream, target, called, view)
-            if named_as_data and app_only(target.definition):
-                raise ClientError(
-                    Code.TOOL_NOT_AVAILABLE,
-                    f"'{target.exposed}' is called by its server's app (the user interface the host shows), "
-                    "not by the model. Use another tool.",
-                    server=target.server,
-                    tool=target.upstream_name,
-                )
-            if reads_only and not reads_only_tool(target.definition):
-                from mcp_patchbay.session.own_tools import read_route
-
-                own = self.exposure.names
-                raise ClientError(
-                    Code.NOT_READ_ONLY,
-                    f"{read_route(own)} runs only tools that say they only read, and '{target.exposed}' may change "
-                    f"things: call it with {own.call_tool} instead, where the user may be asked to approve it.",
-                    server=target.server,
-                    tool=target.upstream_name,
-                )
-            server = target.server
-            upstream = self.supervisor.upstreams.get(server)
-            if upstream is None:
-                raise UpstreamError(
-                    Code.SERVER_UNAVAILABLE, f"Server '{server}' was removed from the config.", server=server
-                )
-            if target.checker is not None:
-                problems = target.checker.problems(arguments)
-                if problems:
-                    raise ClientError(
-                        Code.INVALID_ARGUMENTS,
-                        f"Invalid arguments for '{target.exposed}': " + "; ".join(problems) + ". Fix them and call "
-                        "again.",
-                        server=server,
-                        tool=target.upstream_name,
-                    )
-            self.supervisor.status.record_call(server, target.upstream_name)
-            with self.channel.calling(server, request) as flight:
-                if named_as_data and self.settings.confirm:
-                    await confirm(self.channel, target, arguments)
-                waits = task is None and self.tasks is not None and self.tasks.required(upstream, target)
-                call = self._tool_call(upstream, target, arguments, on_progress, meta, long=long or waits)
-                call.task = task
-                if flight is not None:
-                    call.excused = lambda: flight.refused
-                if waits and self.tasks is not None:
-                    result = await self.tasks.run_and_wait(upstream, call)
-                else:
-                    result = await upstream.chain(call)
-            result = bounded(
-                result, self.settings.max_result_bytes, target.exposed, target.server, target.upstream_name
-            )
-            if self.on_call is not None:
-                outcome = "tool_error" if result.get("isError") else "ok"
-                self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
-            if self.on_activity is not None:
-                end = time.monotonic()
-                self.on_activity(("tool_call", started, end, request, called, target, server, None, arguments, result))
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "call %s -> %s/%s ok%s in %.1f ms",
-                    called,
-                    server,
-                    target.upstream_name,
-                    " (tool reported isError)" if result.get("isError") else "",
-                    (time.monotonic() - started) * 1000,
-                )
-            return result
+            return await self._path(state)
         except PatchbayError as error:
-            return self.error_result(
-                error, called, target, server, arguments, started=started, request=request, named_as_data=named_as_data
-            )
+            return self._answer(error, state)
         except MCPError:  # the edge's answer in JSON-RPC's error form, from a call route's own run
             raise
         except Exception as exc:  # a bug of ours: the session still goes on
@@ -300,11 +257,61 @@ class ToolPath:
                 "An unexpected error occurred in the proxy while running this tool. Retry once; if it persists, "
                 "tell the user.",
                 detail=repr(exc),
-                server=server,
+                server=state.server,
             )
-            return self.error_result(
-                error, called, target, server, arguments, started=started, request=request, named_as_data=named_as_data
-            )
+            return self._answer(error, state)
+
+    def _answer(self, error: PatchbayError, state: CallState) -> dict[str, Any]:
+        return self.error_result(
+            error,
+            state.called,
+            state.target,
+            state.server,
+            state.arguments,
+            started=state.started,
+            request=state.request,
+            named_as_data=state.named_as_data,
+        )
+
+    def _told(self, inner: Step) -> Step:
+        """A call its tool answered is told to the observers (``on_call``, ``on_activity``) and the
+        debug log, with the result as the client gets it; a failure, the edge tells."""
+
+        async def step(state: CallState) -> RawResult:
+            result = await inner(state)
+            target, server, started = state.target, state.server, state.started
+            assert target is not None
+            if self.on_call is not None:
+                outcome = "tool_error" if result.get("isError") else "ok"
+                self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
+            if self.on_activity is not None:
+                end = time.monotonic()
+                self.on_activity(
+                    (
+                        "tool_call",
+                        started,
+                        end,
+                        state.request,
+                        state.called,
+                        target,
+                        server,
+                        None,
+                        state.arguments,
+                        result,
+                    )
+                )
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "call %s -> %s/%s ok%s in %.1f ms",
+                    state.called,
+                    server,
+                    target.upstream_name,
+                    " (tool reported isError)" if result.get("isError") else "",
+                    (time.monotonic() - started) * 1000,
+                )
+            return result
+
+        return step
 
     async def warm_index(self) -> None:
         """In search mode, build the index once startup is done, so the first search need not."""
@@ -312,98 +319,6 @@ class ToolPath:
         view = self.views.view(None)
         if view.exposure.search_mode(view.catalog):
             await view.exposure.index(view.catalog, view.servers)
-
-    async def _find_tools(self, arguments: dict[str, Any] | None, view: View) -> dict[str, Any]:
-        """Search mode's ``find_tools`` (after startup, as ``tools/list``)."""
-        request = find_request(arguments)
-        index = await view.exposure.index(view.catalog, view.servers)
-        upstreams = [u for name, u in self.supervisor.upstreams.items() if name in view.servers]
-        notes = unavailable_notes(request.query, upstreams)
-        listed = self.settings.found_tools > 0
-        result = find_result(index, request, notes, self.exposure.names, catalog=view.catalog, listed=listed)
-        found = [tool["name"] for tool in result["structuredContent"]["tools"]]
-        if view.exposure.found(found):
-            self.on_listing_changed()
-        return result
-
-    async def _started(self, upstream: Upstream, target: CatalogTool, called: str, view: View) -> CatalogTool:
-        """A server not running (a lazy one, listed from its kept listing) is started before its
-        tool is checked: the read route and the pins judge what it lists now, not what it listed
-        last time. A tool it no longer lists as it was (held, gone) is sent nothing."""
-        if await upstream.ensure_started(self.settings.connect_timeout) is None:
-            return target  # the chain answers why it cannot serve
-        await self.supervisor.reviewed(within=self.settings.startup_wait)  # what it lists now, judged
-        fresh = self.views.view(view.access)
-        now = fresh.catalog.by_exposed.get(target.exposed)
-        if now is not None and now.server == target.server and now.upstream_name == target.upstream_name:
-            return now
-        held = self.supervisor.held_error(target.exposed, server=target.server, permits=fresh.access)
-        if held is not None:
-            raise held
-        return await self._resolve(called, fresh)  # gone, or another name: as any name is
-
-    async def _resolve(self, called: str, view: View, *, again: bool = True) -> CatalogTool:
-        catalog = view.catalog
-        resolver = catalog.tool_resolver
-        assert resolver is not None
-        resolution = resolver.resolve(called)
-        if resolution.kind in ("hidden", "unknown") and self.supervisor.reviewing:
-            # A listing under review (a first sight, a change) serves its new tools once judged, and
-            # holds them meanwhile: wait for the verdict (bounded as a server's start is) rather than
-            # call the tool turned off.
-            await self.supervisor.reviewed(within=self.settings.connect_timeout)
-            view = self.views.view(view.access)
-            catalog = view.catalog
-            resolver = catalog.tool_resolver
-            assert resolver is not None
-            resolution = resolver.resolve(called)
-        if resolution.kind in ("exact", "resolved") and resolution.entry is not None:
-            target = catalog.by_exposed[resolution.entry.exposed]
-            # An app's call by its server's own name is how apps call (``apps``), not a mistake to note.
-            level = logging.DEBUG if called == target.upstream_name else logging.INFO
-            logger.log(level, "resolved tool name %.200r to %r (rule: %s)", called, target.exposed, resolution.rule)
-            return target
-        if resolution.kind in ("hidden", "unknown"):  # a held tool is hidden: the user must approve it first
-            held = self.supervisor.held_error(
-                called, server=resolution.server if resolution.kind == "hidden" else None, permits=view.access
-            )
-            if held is not None:
-                raise held
-        if resolution.kind == "hidden":
-            raise hidden_tool(resolution)
-        if resolution.kind == "server_unavailable" and resolution.server is not None:
-            upstream = self.supervisor.upstreams.get(resolution.server)
-            if upstream is not None:
-                error = await upstream.unavailable()
-                # Signed in just now (oauth.gate): once it is ready its tools are in the catalog.
-                if again and isinstance(error, SignedIn) and await upstream.wait_ready(self.settings.connect_timeout):
-                    return await self._resolve(called, self.views.view(view.access), again=False)
-                raise error
-        searching = view.exposure.search_mode(catalog)
-        raise unknown_name(resolution, resolver, search_tool=self.exposure.names.find_tools if searching else None)
-
-    def _tool_call(
-        self,
-        upstream: Upstream,
-        target: CatalogTool,
-        arguments: dict[str, Any] | None,
-        on_progress: ProgressFn | None,
-        meta: dict[str, Any] | None,
-        *,
-        long: bool = False,
-    ) -> ToolCall:
-        settings = self.settings
-        return ToolCall(
-            server=upstream.name,
-            tool=target.upstream_name,
-            arguments=arguments if target.to_upstream is None else target.to_upstream(arguments),
-            deadline=Deadline(settings.task_timeout, settings.task_timeout)
-            if long
-            else Deadline(upstream.timeout_for(target.upstream_name), settings.max_call_time),
-            retry_safe=target.retry_safe,
-            meta=meta,
-            on_progress=on_progress,
-        )
 
     # --- the edge -------------------------------------------------------------------------
 
