@@ -516,7 +516,7 @@ async def test_a_resumed_stream_of_a_running_request_gets_its_answer_then_ends()
         return text("finally")
 
     servers = MemoryUpstreams({"time": make_server("time", {"slow": FakeTool(slow)}), "notes": Feed().server()})
-    config = gateway_config({"fast_path": False})  # the SDK's path stores every event for resuming
+    config = gateway_config({}, {"fast_path": False})  # the SDK's path stores every event for resuming
     async with running(config, servers) as (_, base):
         async with httpx2.AsyncClient(base_url=base, timeout=10) as http:
             session = await _open_session(http)

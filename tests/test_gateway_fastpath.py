@@ -2,9 +2,10 @@
 
 The gateway in process on a real uvicorn (as tests/test_gateway.py), in front of an SDK
 upstream served by a real uvicorn on loopback (``streamable_http_app``), so a call crosses
-both HTTP hops. Each test runs on both paths (``path``): ``fast``, where a ``tools/call``
-to the HTTP upstream takes the raw lane (``transports.http_lane``), and ``sdk``, where the
-lane is off and the SDK's client carries it. Upstream-side faults (HTTP statuses, expiry,
+both HTTP hops. Each test runs on both paths (``path``, chosen with ``$PATCHBAY_FAST_PATH`` as a
+user would): ``fast``, where the gateway answers a ``tools/call`` past the SDK's server
+(``fastpath.gateway_calls``) and sends it to the HTTP upstream on its lane (``fastpath.http_calls``),
+and ``sdk``, where both are off and the SDK carries it. Upstream-side faults (HTTP statuses, expiry,
 an oversized answer) run through the stdio proxy in process (``proxy_rig``), against the
 HTTP fault server.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,9 +31,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.config import Config, parse_config
-from mcp_patchbay.fastpath import gateway_calls as fastpath
 from mcp_patchbay.fastpath import http1
-from mcp_patchbay.fastpath import http_calls as http_lane
 from mcp_patchbay.fastpath.http_calls import HttpLane
 from mcp_patchbay.gateway.app import Gateway
 from mcp_patchbay.wire.jsonrpc import Bounds
@@ -47,9 +47,9 @@ PATHS = ["fast", "sdk"]
 
 @pytest.fixture(params=PATHS)
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The path, chosen as users choose it: ``$PATCHBAY_FAST_PATH`` (``patchbay.fast_path``)."""
     chosen = cast(str, request.param)
-    monkeypatch.setattr(http_lane, "ENABLED", chosen == "fast")
-    monkeypatch.setattr(fastpath, "ENABLED", chosen == "fast")
+    monkeypatch.setenv("PATCHBAY_FAST_PATH", "1" if chosen == "fast" else "0")
     return chosen
 
 
@@ -109,7 +109,7 @@ def config_for(url: str, patchbay: dict[str, Any] | None = None, gateway: dict[s
     }
     if gateway is not None:
         document["gateway"] = gateway
-    return parse_config(json.dumps(document), Path("/virtual/patchbay.json").resolve(), environ={})
+    return parse_config(json.dumps(document), Path("/virtual/patchbay.json").resolve(), environ=dict(os.environ))
 
 
 @asynccontextmanager

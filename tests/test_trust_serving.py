@@ -380,24 +380,21 @@ def test_a_config_that_is_no_file_keeps_its_pins_in_memory(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
-async def test_a_held_tool_is_held_through_the_gateway(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
+async def test_a_held_tool_is_held_through_the_gateway(fast: bool) -> None:
     import functools
 
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     from mcp_patchbay.config import parse_config
-    from mcp_patchbay.fastpath import gateway_calls as fastpath
-    from mcp_patchbay.fastpath import http_calls as http_lane
     from mcp_patchbay.gateway.app import Gateway
     from tests.servers.http_fault_server import serving as serving_http
 
-    monkeypatch.setattr(http_lane, "ENABLED", fast)
-    monkeypatch.setattr(fastpath, "ENABLED", fast)
     notes = Notes()
     notes.add("add", POISON)
     async with serving_http(make_server("remote", notes.tools).streamable_http_app(host="127.0.0.1")) as base:
-        document = {"mcpServers": {"remote": {"type": "http", "url": f"{base}/mcp"}}, "patchbay": {"watch": False}}
+        remote = {"remote": {"type": "http", "url": f"{base}/mcp"}}
+        document = {"mcpServers": remote, "patchbay": {"watch": False, "fast_path": fast}}
         config = parse_config(json.dumps(document), Path("/virtual/patchbay.json"), environ={})
         gateway = Gateway(config, "127.0.0.1", 0)
         with anyio.fail_after(30):

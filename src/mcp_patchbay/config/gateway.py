@@ -252,14 +252,6 @@ class GatewaySettings(BaseModel, frozen=True):
     """File descriptors kept back from client connections for everything else the gateway
     opens: its upstreams' pipes and sockets, the metrics listener, log and data files."""
 
-    fast_path: bool = True
-    """A ``tools/call`` POST is answered past the SDK's server, on its parsed JSON
-    (``fastpath.gateway_calls``): with ``patchbay.http_lane``, 0.44-0.64 ms of the gateway's CPU a call
-    against 2.2-3.5 ms with neither (``docs/PERFORMANCE.md``), keeping the same access rules,
-    sessions, bounds, progress, cancellation and requests mid-call (whatever it cannot serve
-    takes the SDK's path). On because every behaviour is proved on both paths; ``false`` is
-    the way around it should a client misbehave with it."""
-
     @field_validator("cors_origins")
     @classmethod
     def _check_cors_origins(cls, values: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ both shapes, ``mcpServers`` then ``servers``, each built by ``entries``, then th
 that is not ours is a mistake when it reads as one of ours (misspelt, VS Code's ``mcp``
 wrapper, an entry out of place), else a client's own, ignored: a client's file can be used
 as it is. A mistake in the file as a whole is collected with the others and raised as one
-:class:`ConfigError`; a mistake inside an entry only disables that entry.
+:class:`ConfigError`; a mistake inside an entry only disables that entry. The fast path's one
+switch is decided here (``settings.fast_path_switch``: the setting, its old keys, ``$PATCHBAY_FAST_PATH``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
 from mcp_patchbay.config.models import Config, OAuthSettings, RemoteSpec, ServerEntry, StdioSpec
 from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mean, key_path, quote, validation_problems
 from mcp_patchbay.config.profiles import apply_profile, parse_profiles, resolve_access_profiles
-from mcp_patchbay.config.settings import Settings
+from mcp_patchbay.config.settings import OLD_SWITCHES, Settings, fast_path_switch
 from mcp_patchbay.config.variables import expand_strings
 
 __all__ = ["load_config", "parse_config"]
@@ -51,11 +52,10 @@ def _top_level_problem(key: str, value: object) -> ConfigProblem | None:
     return ConfigProblem("", message)
 
 
-# Long on purpose: the file's top level in order: settings, gateway, entries, profiles.
-def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None) -> Config:  # noqa: PLR0912
+def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None) -> Config:
     """Parse config file contents; ``path`` names the file in messages and in ``Config.path``.
 
-    ``environ`` (default ``os.environ``) supplies ``${VAR}`` values. Raises ConfigError.
+    ``environ`` (default ``os.environ``) supplies ``${VAR}`` values and ``$PATCHBAY_FAST_PATH``. Raises ConfigError.
     """
     path = Path(path).absolute()
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -76,17 +76,7 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
         else:
             fatal.append(problem)
 
-    settings = Settings()
-    raw_settings = data.get("patchbay")
-    if "patchbay" in data and not isinstance(raw_settings, JsonObject):
-        fatal.append(ConfigProblem("patchbay", "expected an object"))
-    elif isinstance(raw_settings, JsonObject):
-        fatal.extend(duplicate_keys(raw_settings, ("patchbay",)))
-        try:
-            settings = Settings.model_validate(raw_settings)
-        except ValidationError as exc:
-            fatal.extend(validation_problems(exc, ("patchbay",), {}, Settings.model_fields))
-
+    settings = _settings(data, path, env, fatal)
     gateway = _gateway(data, env, fatal)
 
     entries: list[ServerEntry] = []
@@ -129,6 +119,48 @@ def parse_config(text: str, path: Path, environ: Mapping[str, str] | None = None
         ignored_keys=tuple(ignored),
         profiles=profiles,
     )
+
+
+def _settings(data: JsonObject, path: Path, env: Mapping[str, str], fatal: list[ConfigProblem]) -> Settings:
+    """The ``"patchbay"`` object (the defaults without one), with the fast path's one switch
+    decided (``fast_path_switch``); its problems are added to ``fatal``."""
+    old_switches = _old_switches(data, path, fatal)
+    settings = Settings()
+    raw = data.get("patchbay")
+    if "patchbay" in data and not isinstance(raw, JsonObject):
+        fatal.append(ConfigProblem("patchbay", "expected an object"))
+    elif isinstance(raw, JsonObject):
+        fatal.extend(duplicate_keys(raw, ("patchbay",)))
+        try:
+            settings = Settings.model_validate(raw)
+        except ValidationError as exc:
+            fatal.extend(validation_problems(exc, ("patchbay",), {}, Settings.model_fields))
+    given = settings.fast_path if isinstance(raw, JsonObject) and "fast_path" in raw else None
+    fast_path = fast_path_switch(given, old_switches, env)
+    return settings if fast_path is settings.fast_path else settings.model_copy(update={"fast_path": fast_path})
+
+
+def _old_switches(data: JsonObject, path: Path, fatal: list[ConfigProblem]) -> dict[str, bool]:
+    """The old keys of ``fast_path`` the file still has (``OLD_SWITCHES``), by dotted path, taken out
+    of their objects (the models no longer know them), each with a warning naming the file and key."""
+    found: dict[str, bool] = {}
+    for section, key in OLD_SWITCHES:
+        raw = data.get(section)
+        if not isinstance(raw, JsonObject) or key not in raw:
+            continue
+        value = raw.pop(key)
+        dotted = key_path(section, key)
+        if not isinstance(value, bool):
+            fatal.append(ConfigProblem(dotted, "expected true or false"))
+            continue
+        found[dotted] = value
+        logger.warning(
+            "%s: %s is deprecated: it is read as patchbay.fast_path, now the one switch of every fast path; "
+            "set that instead",
+            path,
+            dotted,
+        )
+    return found
 
 
 def _withhold(

@@ -6,14 +6,25 @@ value out of range is refused with the key's name by ``loading``.
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Annotated, Literal, Self
+from collections.abc import Mapping
+from typing import Annotated, Final, Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from mcp_patchbay.config.models import STRICT_MODEL, Seconds
 
-__all__ = ["Settings"]
+__all__ = ["FAST_PATH_VARIABLE", "OLD_SWITCHES", "Settings", "fast_path_switch"]
+
+logger = logging.getLogger(__name__)
+
+FAST_PATH_VARIABLE: Final = "PATCHBAY_FAST_PATH"
+"""``0`` or ``1``: overrides ``fast_path`` whatever the file says (the benchmarks compare both paths with it)."""
+
+OLD_SWITCHES: Final = (("patchbay", "http_lane"), ("gateway", "fast_path"))
+"""Keys that each switched one side's lanes before ``fast_path`` was the one switch: still read (a
+``false`` turns ``fast_path`` off when the file does not set it), with a warning."""
 
 
 class Settings(BaseModel, frozen=True):
@@ -162,12 +173,16 @@ class Settings(BaseModel, frozen=True):
     ``mcp-patchbay trust`` approved: an approval is served, and the clients told
     (``list_changed``), within this."""
 
-    http_lane: bool = True
-    """Tool calls to a streamable HTTP upstream are POSTed on keep-alive connections of the
-    proxy's own (``fastpath.http_calls``) instead of through the SDK's client: 0.27 ms of CPU
-    a call against 1.1 for the SDK's, with the same errors, sign-in, progress and requests
-    mid-call (what the lane cannot serve still goes through the SDK's client). On because it
-    keeps every behaviour; ``false`` is the way around it should an upstream misbehave with it."""
+    fast_path: bool = True
+    """Tool calls take the proxy's own lanes past the MCP SDK (``fastpath``), on both sides: the
+    client's ``tools/call`` read off stdio or a gateway POST is answered from its JSON, and the
+    upstream's is written to a stdio server's pipe or POSTed to a streamable HTTP server on
+    keep-alive connections of the proxy's own, with the same checks, errors, sign-in, progress,
+    cancellation and requests mid-call (what a lane cannot serve takes the SDK's path). On because
+    every behaviour is proved on both paths; ``false`` costs most of the proxy's CPU a call back
+    (the gateway's 0.44-0.64 ms a call becomes 2.2-3.5 ms, docs/PERFORMANCE.md), the way around a
+    lane should a client or server misbehave with it. ``$PATCHBAY_FAST_PATH`` (``0`` or ``1``)
+    overrides it (``fast_path_switch``); read when the proxy starts, and a link when it opens."""
 
     task_timeout: Seconds = 600.0
     """Seconds a tool call may run as a task: a task the proxy runs itself (the client asked for a
@@ -233,3 +248,17 @@ class Settings(BaseModel, frozen=True):
                 f"restart_initial_delay ({self.restart_initial_delay:g})"
             )
         return self
+
+
+def fast_path_switch(setting: bool | None, old: Mapping[str, bool], environ: Mapping[str, str]) -> bool:
+    """Whether the lanes run: ``$PATCHBAY_FAST_PATH`` when it is ``0`` or ``1``; else ``fast_path``
+    as the file gives it; else off when an old key (``OLD_SWITCHES``, ``old`` by its dotted path)
+    says ``false``; else on. The one place the switch is decided, at config load."""
+    value = environ.get(FAST_PATH_VARIABLE, "").strip()
+    if value in ("0", "1"):
+        return value == "1"
+    if value:
+        logger.warning("ignoring $%s=%r: expected 0 or 1", FAST_PATH_VARIABLE, value[:40])
+    if setting is not None:
+        return setting
+    return all(old.values())

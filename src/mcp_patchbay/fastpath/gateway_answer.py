@@ -16,8 +16,6 @@ from typing import Any
 import pydantic_core
 from starlette.types import Send
 
-from mcp_patchbay.wire.jsonrpc import RequestId
-
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -42,19 +40,14 @@ class Answer:
         self.streaming = False
         self.done = False
 
-    async def progress(self, token: RequestId, progress: float, total: float | None, message: str | None) -> None:
-        """One progress notice of the call (the first one commits the SSE stream)."""
+    async def progress(self, notice: dict[str, Any]) -> None:
+        """One ``notifications/progress`` of the call (``stdio_calls.progress_sender`` makes it); the
+        first one commits the SSE stream."""
         if self.done:
             return
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
         if not self.streaming:
             self.streaming = True
             await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._headers})
-        notice = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
         await self._send({"type": "http.response.body", "body": _event(notice), "more_body": True})
 
     async def finish(self, message: dict[str, Any], status: int = 200) -> None:

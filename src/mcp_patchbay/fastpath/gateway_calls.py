@@ -23,14 +23,13 @@ It keeps what the SDK's path gives that call:
 - bounds: the body was read within ``max_request_body_size``; one nested past
   ``max_json_depth`` is not taken (the SDK's path refuses it);
 - progress: a call that asks for it has its notices streamed on its answer, which turns SSE
-  when the first one comes (``fast_answer``).
+  when the first one comes (``gateway_answer``).
 
 Everything else goes on to the SDK's path untouched: other methods, a session it does not know
 yet, a call with progress when the gateway answers JSON only (``gateway.json_response``),
 malformed calls, calls asking for a task (``tasks``), and 2026-07-28 calls that carry ``requestState``
 or whose client declared sampling, elicitation, roots (``rounds`` may suspend them) or the tasks
-extension. ``gateway.fast_path: false`` turns it off (read at start); so does ``$PATCHBAY_FAST_PATH=0``,
-for the benchmarks' comparison and tests, whatever the config says.
+extension. ``patchbay.fast_path: false`` (or ``$PATCHBAY_FAST_PATH=0``) turns it off, read at start.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
@@ -65,7 +63,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_patchbay.calls.deadlines import ProgressFn
 from mcp_patchbay.fastpath.gateway_answer import Answer
-from mcp_patchbay.fastpath.stdio_calls import LATER_CALL_FIELDS, split_meta
+from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta, without_later_fields
 from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.session.sdk import SessionManager, holding
 from mcp_patchbay.tasks import EXTENSION as TASKS_EXTENSION
@@ -73,9 +71,6 @@ from mcp_patchbay.wire.jsonrpc import RequestId, deeper_than, is_request_id
 
 logger = logging.getLogger(__name__)
 
-ENABLED = os.environ.get("PATCHBAY_FAST_PATH", "1") != "0"
-"""Off when ``$PATCHBAY_FAST_PATH`` is ``0``, whatever ``gateway.fast_path`` says (the benchmarks
-compare both paths with it; tests turn it off to run the SDK's path)."""
 _SESSION = b"mcp-session-id"
 _VERSION = b"mcp-protocol-version"
 
@@ -106,16 +101,15 @@ class FastPath:
         self.max_depth = max_depth
         self.served = 0
         """Calls answered here (tests read it: the path was taken)."""
-        gateway = proxy.config.gateway
-        self.enabled = gateway is None or gateway.fast_path
-        """``gateway.fast_path``, read at start."""
+        self.enabled = proxy.config.settings.fast_path
+        """``patchbay.fast_path``, read at start."""
         self._server_info = proxy.server.server_info_stamp
         self._calls: dict[tuple[str, Any], anyio.CancelScope] = {}
         """(session id, request id) -> the call in flight, for the client's notifications/cancelled."""
 
     # Long on purpose: every reason to leave a call to the SDK's path, checked before any work.
     async def __call__(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> bool:  # noqa: PLR0912
-        if not (ENABLED and self.enabled) or (b'"tools/call"' not in body and b'"notifications/cancelled"' not in body):
+        if not self.enabled or (b'"tools/call"' not in body and b'"notifications/cancelled"' not in body):
             return False
         headers = dict(scope["headers"])
         session_id = headers.get(_SESSION)
@@ -219,11 +213,7 @@ class FastPath:
         progress: ProgressFn | None = None
         token, outboxes = call.token, self.proxy.outboxes
         if token is not None and outboxes is not None:
-
-            async def forward(value: float, total: float | None, note: str | None) -> None:
-                await answer.progress(token, value, total, note)
-
-            progress = outboxes.progress(forward)
+            progress = outboxes.progress(progress_sender(token, answer.progress))
         scope = self._calls[key] = anyio.CancelScope()
         watcher = asyncio.get_running_loop().create_task(_hang_up(receive, scope, request_id))
         try:
@@ -233,9 +223,7 @@ class FastPath:
                 except MCPError as exc:  # unknown_tool: "error"
                     error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
                     return {"jsonrpc": "2.0", "id": request_id, "error": error}
-                for later in LATER_CALL_FIELDS.intersection(result):
-                    del result[later]
-                return {"jsonrpc": "2.0", "id": request_id, "result": result}
+                return {"jsonrpc": "2.0", "id": request_id, "result": without_later_fields(result)}
             return None  # cancelled
         finally:
             watcher.cancel()
@@ -322,7 +310,7 @@ class _Call(NamedTuple):
     meta: dict[str, Any] | None
     """The client's ``_meta`` to pass on (``fastpath.stdio_calls.split_meta``)."""
     token: RequestId | None
-    """Its progress token: its progress is streamed to it (``fast_answer``)."""
+    """Its progress token: its progress is streamed to it (``gateway_answer``)."""
 
 
 def _call_of(message: dict[str, Any]) -> _Call | None:
@@ -356,7 +344,7 @@ def _accepts_json(headers: dict[bytes, bytes]) -> bool:
     return has_json and has_sse
 
 
-__all__ = ["ENABLED", "FastPath"]
+__all__ = ["FastPath"]
 
 
 def _context(

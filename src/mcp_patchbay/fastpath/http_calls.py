@@ -1,8 +1,9 @@
 """Tool calls to a streamable HTTP upstream past the SDK's client: the HTTP half of ``fastpath.pipe_calls``.
 
-``HttpLane`` is a ``fastpath.pipe_calls.RawCalls`` (``Upstream._raw``: the same ``request``, the same
-pending requests, ids and progress tokens) that POSTs a ``tools/call``'s JSON-RPC body itself,
-with the session's headers, on a keep-alive connection of its own (``http1``), and reads
+``HttpLane`` is a ``fastpath.pipe_calls.RawCalls`` (``Upstream._raw``: the same ``request``, and
+through ``begin`` and ``end`` the same pending requests, ids and progress tokens) that POSTs a
+request's JSON-RPC body itself, with the session's headers, on a keep-alive connection of its own
+(``http1``), and reads
 the answer, JSON or SSE, as it comes. The SDK's client stays the connection: it opened the
 session, keeps the GET stream, and the lane learns from its requests (a response hook,
 ``learn``) the session id, the protocol version and the credential it sent.
@@ -26,16 +27,14 @@ for a sign-in), a 403 with a challenge (a step-up to more scope), a 404 (the SDK
 session is gone) and a 307 or 308, refused unprocessed (a 301-303 may come after the POST ran: an
 error). An upstream reached through an HTTP proxy (``HTTP_PROXY`` and the like) gets no lane at all.
 
-``patchbay.http_lane: false`` (``Bounds.http_lane``) sends every request through the SDK's
-client; ``$PATCHBAY_HTTP_LANE=0`` gives no link a lane at all, whatever the config says (the
-benchmarks compare both paths with it; tests turn ``ENABLED`` off to run the SDK's path).
+With ``patchbay.fast_path`` off (or ``$PATCHBAY_FAST_PATH=0``) no link gets a lane: every request
+goes through the SDK's client (``upstreams.transports.http``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
@@ -49,21 +48,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp.shared.message import SessionMessage
 
+from mcp_patchbay.calls.deadlines import ProgressFn
 from mcp_patchbay.errors.foreign import HTTP_STATUS_KEY, RETRY_AFTER_KEY
 from mcp_patchbay.errors.tree import ClientError, Code, refusal_data
 from mcp_patchbay.fastpath.http1 import Connection, EventTooLarge, NotSent, Pool, ProtocolError, events
-from mcp_patchbay.fastpath.pipe_calls import (
-    ID_PREFIX,
-    RawCalls,
-    _Pending,  # pyright: ignore[reportPrivateUsage]
-)
+from mcp_patchbay.fastpath.pipe_calls import ID_PREFIX, RawCalls
 from mcp_patchbay.wire.jsonrpc import Bounds, deeper_than
 
 logger = logging.getLogger(__name__)
 
-ENABLED = os.environ.get("PATCHBAY_HTTP_LANE", "1") != "0"
-"""Whether streamable HTTP upstreams may get the lane: not when ``$PATCHBAY_HTTP_LANE`` is ``0``,
-whatever ``patchbay.http_lane`` says (the benchmarks' comparison; tests turn it off)."""
 DRAIN_SECONDS = 0.25
 """How long, once a call's answer is in, the rest of its SSE body may take (else the
 connection is dropped rather than reused)."""
@@ -175,7 +168,7 @@ class HttpLane(RawCalls):
     async def take_sdk(self, message: SessionMessage | Exception) -> bool:
         """A message the SDK's client read: whether it was for us (the answer to, or progress of,
         a request the lane handed to the SDK's client)."""
-        if isinstance(message, Exception) or not self._pending:
+        if isinstance(message, Exception) or not self.pending:
             return False
         inner = message.message
         if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError):
@@ -187,44 +180,35 @@ class HttpLane(RawCalls):
 
     # --- the call ---------------------------------------------------------------------------
 
-    async def request(self, method: str, params: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
-        if self._closed:
-            raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
-        if not self._bounds.http_lane:  # patchbay.http_lane: false
-            self.fell_back += 1
-            return await super().request(method, params, on_progress)
+    async def request(
+        self, method: str, params: dict[str, Any], on_progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
         name = params.get("name") if method == "tools/call" else None
-        request_id = f"{ID_PREFIX}{next(self._ids)}"
-        sent = params
-        if on_progress is not None:
-            meta = cast("dict[str, Any]", params.get("_meta") or {})
-            sent = {**params, "_meta": {**meta, "progressToken": request_id}}
+        call = self.begin(params, on_progress)
         try:
-            body = pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": sent})
-        except ValueError:  # a lone surrogate the client's JSON carried: not the server's failure
-            raise ClientError(
-                Code.INVALID_ARGUMENTS,
-                "The request holds text that is not valid Unicode (a lone surrogate escape); send valid text.",
-            ) from None
-        head = self._request_head(name if isinstance(name, str) else None, len(body))
-        if head is None:
-            self.fell_back += 1
-            return await super().request(method, params, on_progress)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = _Pending(future, on_progress)
-        try:
-            await self._exchange(request_id, head, body, future)
-            self.served += 1
-            if not future.done():  # a JSON body that was a message, not the answer
-                raise MCPError(types.INTERNAL_ERROR, "The server's answer held no response to the request")
-            return future.result()
+            try:
+                body = pydantic_core.to_json({"jsonrpc": "2.0", "id": call.id, "method": method, "params": call.params})
+            except ValueError:  # a lone surrogate the client's JSON carried: not the server's failure
+                raise ClientError(
+                    Code.INVALID_ARGUMENTS,
+                    "The request holds text that is not valid Unicode (a lone surrogate escape); send valid text.",
+                ) from None
+            head = self._request_head(name if isinstance(name, str) else None, len(body))
+            if head is not None:
+                future = call.future
+                await self._exchange(call.id, head, body, future)
+                self.served += 1
+                if not future.done():  # a JSON body that was a message, not the answer
+                    raise MCPError(types.INTERNAL_ERROR, "The server's answer held no response to the request")
+                return future.result()
         except Fallback:
-            self.fell_back += 1
+            pass
         except asyncio.CancelledError:
-            self._tell_cancelled(request_id, future)
+            self.tell_cancelled(call)
             raise
         finally:
-            del self._pending[request_id]
+            self.end(call)
+        self.fell_back += 1  # not sent (its headers not known yet), or refused unprocessed
         return await super().request(method, params, on_progress)
 
     async def _exchange(self, request_id: str, head: bytes, body: bytes, future: asyncio.Future[Any]) -> None:
@@ -427,10 +411,8 @@ async def _drain(parts: Any) -> None:
 
 
 def lane_allowed(url: str) -> bool:
-    """Whether an upstream at ``url`` may have the lane: on, and no HTTP proxy stands between
-    (the SDK's client honours ``HTTP(S)_PROXY``; the lane does not)."""
-    if not ENABLED:
-        return False
+    """Whether an upstream at ``url`` may have the lane: no HTTP proxy stands between (the SDK's
+    client honours ``HTTP(S)_PROXY``; the lane does not)."""
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return False
@@ -440,4 +422,4 @@ def lane_allowed(url: str) -> bool:
     return True
 
 
-__all__ = ["ENABLED", "HttpLane", "lane_allowed"]
+__all__ = ["HttpLane", "lane_allowed"]

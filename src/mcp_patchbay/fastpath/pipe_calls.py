@@ -42,22 +42,32 @@ class LineWriter(Protocol):
     async def drain(self) -> None: ...
 
 
-class _Pending:
-    __slots__ = ("future", "on_progress")
+class Pending:
+    """One request in flight: where its answer goes, and its progress (its token is its id)."""
 
-    def __init__(self, future: asyncio.Future[dict[str, Any]], on_progress: ProgressFn | None) -> None:
+    __slots__ = ("future", "id", "on_progress", "params")
+
+    def __init__(
+        self, request_id: str, params: dict[str, Any], future: asyncio.Future[dict[str, Any]], on_progress: Any
+    ) -> None:
+        self.id = request_id
+        self.params = params
+        """The request's params as sent: with the progress token when it asked for progress."""
         self.future = future
-        self.on_progress = on_progress
+        self.on_progress: ProgressFn | None = on_progress
 
 
 class RawCalls:
-    """The pending raw requests of one upstream connection."""
+    """The pending raw requests of one upstream connection.
+
+    ``begin``, ``end`` and ``tell_cancelled`` are a request's life for a lane that sends it its own
+    way (``http_calls.HttpLane``), sharing the ids, the table and ``take`` with ``request``."""
 
     def __init__(self, writer: LineWriter) -> None:
         self._writer = writer
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._ids = itertools.count(1)
-        self._closed = False
+        self.closed = False
 
     @property
     def pending(self) -> int:
@@ -71,29 +81,41 @@ class RawCalls:
         Raises MCPError: the upstream's error answer, or ``CONNECTION_CLOSED`` when the
         connection ends first.
         """
-        if self._closed:
+        call = self.begin(params, on_progress)
+        future = call.future
+        try:
+            self._writer.write(encode({"jsonrpc": "2.0", "id": call.id, "method": method, "params": call.params}))
+            await self._writer.drain()
+            return await future
+        except asyncio.CancelledError:
+            self.tell_cancelled(call)
+            raise
+        finally:
+            del self._pending[call.id]
+
+    def begin(self, params: dict[str, Any], on_progress: ProgressFn | None) -> Pending:
+        """A new request, pending until ``end``: its id (``pb-<n>``), and its params with the id as
+        its progress token when it asks for progress. Raises MCPError once the connection ended."""
+        if self.closed:
             raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
         request_id = f"{ID_PREFIX}{next(self._ids)}"
         if on_progress is not None:
             meta = cast("dict[str, Any]", params.get("_meta") or {})
             params = {**params, "_meta": {**meta, "progressToken": request_id}}
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = _Pending(future, on_progress)
-        try:
-            self._writer.write(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
-            await self._writer.drain()
-            return await future
-        except asyncio.CancelledError:
-            self._tell_cancelled(request_id, future)
-            raise
-        finally:
-            del self._pending[request_id]
+        call = self._pending[request_id] = Pending(request_id, params, future, on_progress)
+        return call
 
-    def _tell_cancelled(self, request_id: str, future: asyncio.Future[Any]) -> None:
-        """The caller gave up (deadline, or the client cancelled) before ``future`` was answered: tell
+    def end(self, call: Pending) -> None:
+        """``call`` is over (answered, failed or cancelled): a late answer to it is dropped."""
+        del self._pending[call.id]
+
+    def tell_cancelled(self, call: Pending) -> None:
+        """The caller gave up (deadline, or the client cancelled) before ``call`` was answered: tell
         the upstream. A plain write, no await: this runs inside a cancelled scope."""
+        future, request_id = call.future, call.id
         answered = future.done() and not future.cancelled()  # awaiting it from a cancelled task cancels it
-        if answered or self._closed:
+        if answered or self.closed:
             return
         cancel = {"requestId": request_id, "reason": "cancelled by the proxy's client or deadline"}
         try:
@@ -148,7 +170,7 @@ class RawCalls:
 
     def close(self) -> None:
         """The connection ended: every pending request fails now, and any later one at once."""
-        self._closed = True
+        self.closed = True
         for pending in self._pending.values():
             if not pending.future.done():
                 pending.future.set_exception(MCPError(types.CONNECTION_CLOSED, "Connection closed"))

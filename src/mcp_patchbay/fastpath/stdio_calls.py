@@ -15,7 +15,12 @@ hand-offs) is pure cost, so the transport offers every message it reads to
   (a call asking for a task is not taken: its answer is a ``CreateTaskResult``, ``tasks``);
 - a ``notifications/cancelled`` for one of those calls cancels it (the upstream is told
   by the cancelled call); a cancelled call gets no answer, as the protocol asks;
-- anything else, malformed calls included, goes on to the SDK, which answers it.
+- anything else, malformed calls included, goes on to the SDK, which answers it;
+- with ``patchbay.fast_path`` off, nothing is taken.
+
+What every lane on the client's side does alike is here, once: ``split_meta`` (the client's
+``_meta``: its progress token, and the rest to pass on), ``progress_sender`` (the call's progress
+as ``notifications/progress``) and ``without_later_fields`` (the 2026-07-28 result fields dropped).
 """
 
 from __future__ import annotations
@@ -42,15 +47,16 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _PROTOCOL_META_PREFIX = "io.modelcontextprotocol/"
 LATER_CALL_FIELDS = frozenset({"resultType", "requestState", "inputRequests"})
-"""What the 2026-07-28 revision adds to a ``tools/call`` result: never sent on the lane's
-connections, which all speak an earlier revision (``initialize``)."""
+"""What the 2026-07-28 revision adds to a ``tools/call`` result (``without_later_fields``)."""
 
 
 class CallLane:
     """``tools/call`` on a handshake-era connection, as JSON values end to end."""
 
-    def __init__(self, run_tool: RunTool) -> None:
+    def __init__(self, run_tool: RunTool, *, fast_path: bool = True) -> None:
         self._run_tool = run_tool
+        self.fast_path = fast_path
+        """``patchbay.fast_path``: off, the lane takes no call (it still learns the client's name)."""
         self._send: Send | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._saw_initialize = False
@@ -113,7 +119,9 @@ class CallLane:
     def _take_call(self, message: dict[str, Any]) -> bool:
         request_id = message.get("id")
         params = message.get("params")
-        if not self.open or self._send is None or not is_request_id(request_id) or not isinstance(params, dict):
+        if not (self.open and self.fast_path) or self._send is None or not isinstance(params, dict):
+            return False
+        if not is_request_id(request_id):
             return False
         values = cast("dict[str, Any]", params)
         if "task" in values:
@@ -143,10 +151,9 @@ class CallLane:
         with anyio.CancelScope() as scope:
             self._in_flight[request_id] = scope
             try:
-                result = await self._run_tool(name, arguments, _progress_sender(send, token), meta)
-                if not LATER_CALL_FIELDS.isdisjoint(result):  # an upstream's, passed through
-                    result = {key: value for key, value in result.items() if key not in LATER_CALL_FIELDS}
-                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                progress = None if token is None else progress_sender(token, send)
+                result = await self._run_tool(name, arguments, progress, meta)
+                reply = {"jsonrpc": "2.0", "id": request_id, "result": without_later_fields(result)}
             except MCPError as exc:  # an answer in JSON-RPC's error form (``unknown_tool: "error"``)
                 error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -178,9 +185,20 @@ def split_meta(meta: Any) -> tuple[RequestId | None, dict[str, Any] | None]:
     return (token if is_request_id(token) else None), (rest or None)
 
 
-def _progress_sender(send: Send, token: RequestId | None) -> ProgressFn | None:
-    if token is None:
-        return None
+def without_later_fields(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools/call`` result as a lane answers it: without the fields only the 2026-07-28 revision
+    has (``LATER_CALL_FIELDS``, an upstream's passed through), which the lane's clients never get
+    (the gateway stamps its own ``resultType`` on a stateless call's). ``result`` itself when it has
+    none, as nearly every result."""
+    if LATER_CALL_FIELDS.isdisjoint(result):
+        return result
+    return {key: value for key, value in result.items() if key not in LATER_CALL_FIELDS}
+
+
+def progress_sender(token: RequestId, send: Send) -> ProgressFn:
+    """A call's progress to the client that asked for it with ``token``: each report one
+    ``notifications/progress`` message handed to ``send`` (the stdio lane's writer, the gateway's
+    answer stream, a task's session)."""
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
         params: dict[str, Any] = {"progressToken": token, "progress": progress}

@@ -198,7 +198,7 @@ class Proxy:
         self.server = self._build_server()
         self.tasks.server_info = lambda: self.server.server_info_stamp
         self.channel.related_task = self.tasks.client_id
-        self.lane = CallLane(self.run_tool)
+        self.lane = CallLane(self.run_tool, fast_path=config.settings.fast_path)
         self.tools.lane_client = lambda: self.lane.client_name
         self.tools.on_listing_changed = lambda: self.changes.on_catalog_change({"tools"})
         self.remembers_start = not shared and config.profile is None

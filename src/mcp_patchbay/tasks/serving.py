@@ -41,7 +41,7 @@ from mcp_patchbay.catalog.merge import CatalogTool
 from mcp_patchbay.config import RemoteSpec, Settings
 from mcp_patchbay.errors.connection import checked_result
 from mcp_patchbay.errors.tree import PatchbayError
-from mcp_patchbay.fastpath.stdio_calls import split_meta
+from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta
 from mcp_patchbay.session.notifications import IdentityOf
 from mcp_patchbay.session.outbox import Outboxes
 from mcp_patchbay.session.sdk import connection_of
@@ -508,15 +508,10 @@ class Tasks:
             return None
         tell = self._teller(ctx)
 
-        async def forward(progress: float, total: float | None, message: str | None) -> None:
-            params: dict[str, Any] = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message is not None:
-                params["message"] = message
-            await tell("notifications/progress", params)
+        async def send(notice: dict[str, Any]) -> None:
+            await tell(notice["method"], notice["params"])
 
-        return forward
+        return progress_sender(token, send)
 
 
 def _declares_extension(ctx: Request) -> bool:

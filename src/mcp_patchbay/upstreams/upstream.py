@@ -579,8 +579,10 @@ class Upstream:
         # Only a stdio server is adopted, only a remote one signed in to.
         adopt = self.prespawned.take(self.name) if self.prespawned is not None and isinstance(spec, StdioSpec) else None
         auth = self.gate.provider() if self.gate is not None and isinstance(spec, RemoteSpec) else None
+        settings = self.settings
+        bounds, fast_path = Bounds.of(settings), settings.fast_path
         return open_link(
-            self.name, spec, self.settings.connect_timeout, adopt=adopt, auth=auth, bounds=Bounds.of(self.settings)
+            self.name, spec, settings.connect_timeout, adopt=adopt, auth=auth, bounds=bounds, fast_path=fast_path
         )
 
     async def refresh_soon(self, what: str) -> None:

@@ -123,17 +123,14 @@ def error_line(request_id: RequestId | None, code: int, message: str) -> bytes:
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """The limits on one message, from ``Settings`` (``max_message_bytes``, ``max_json_depth``);
-    the defaults are the settings' defaults. Being what every link is given of the settings, it
-    also carries ``http_lane`` to a streamable HTTP link."""
+    the defaults are the settings' defaults."""
 
     max_bytes: int = 33_554_432
     max_depth: int = 100
-    http_lane: bool = True
-    """``patchbay.http_lane``: whether tool calls to a streamable HTTP upstream take the lane."""
 
     @classmethod
     def of(cls, settings: Settings) -> Bounds:
-        return cls(settings.max_message_bytes, settings.max_json_depth, settings.http_lane)
+        return cls(settings.max_message_bytes, settings.max_json_depth)
 
     def too_long(self, size: int) -> str:
         """Why a line of ``size`` bytes was refused (for messages and logs)."""

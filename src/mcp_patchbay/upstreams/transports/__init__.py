@@ -5,10 +5,11 @@
 - ``stdio``: a child process speaking JSON-RPC lines on its stdin and stdout, with its
   raw tool-call lane (``fastpath.pipe_calls``); the process tree is stopped with the link.
 - ``http``: streamable HTTP and the older SSE transport, on the SDK's clients, with the
-  HTTP status of a failed request tied to that request's error answer.
-- ``http_lane``: ``tools/call`` to a streamable HTTP upstream POSTed past the SDK's client
-  (the HTTP half of ``fastpath.pipe_calls``), on ``http1``: keep-alive HTTP/1.1 connections on asyncio
-  streams with httptools' parser.
+  HTTP status of a failed request tied to that request's error answer; beside a streamable
+  HTTP link, its lane (``fastpath.http_calls``: tool calls POSTed past the SDK's client).
+
+Each lane is given with ``fast_path`` (``patchbay.fast_path``): off, the link has none and every
+request goes through the SDK's session.
 
 ``Upstream`` opens a link per connection through ``open_link``, or through a test's
 ``Connector`` (in-memory servers), and runs the SDK's ``ClientSession`` over it.
@@ -37,22 +38,24 @@ def open_link(
     adopt: subprocess.Popen[bytes] | None = None,
     auth: httpx2.Auth | None = None,
     bounds: Bounds | None = None,
+    fast_path: bool = True,
 ) -> AbstractAsyncContextManager[Link]:
     """The link for a config entry, the one dispatch by transport (``Upstream`` and sign-in open
     theirs here); ``adopt`` is a process already started for it (``spawn``); ``auth`` signs a
     remote server's requests (``oauth.UpstreamAuth``); ``bounds`` bound every message (the
-    defaults if not given)."""
+    defaults if not given); ``fast_path``: whether the link has its lane (``patchbay.fast_path``)."""
     if isinstance(spec, StdioSpec):
         from mcp_patchbay.upstreams.transports.stdio import stdio_link
 
-        return stdio_link(name, spec, adopt, bounds)
+        return stdio_link(name, spec, adopt, bounds, fast_path=fast_path)
     from mcp_patchbay.upstreams.transports.http import (  # the SDK's HTTP client: when needed
         sse_link,
         streamable_http_link,
     )
 
-    link = sse_link if spec.transport == "sse" else streamable_http_link
-    return link(spec, connect_timeout, auth, bounds)
+    if spec.transport == "sse":
+        return sse_link(spec, connect_timeout, auth, bounds)
+    return streamable_http_link(spec, connect_timeout, auth, bounds, fast_path=fast_path)
 
 
 __all__ = ["Connector", "Link", "open_link"]

@@ -239,9 +239,15 @@ def http_error_data(error: types.ErrorData, status: int, retry_after: str | None
 
 @asynccontextmanager
 async def streamable_http_link(
-    spec: RemoteSpec, connect_timeout: float, auth: httpx2.Auth | None = None, bounds: Bounds | None = None
+    spec: RemoteSpec,
+    connect_timeout: float,
+    auth: httpx2.Auth | None = None,
+    bounds: Bounds | None = None,
+    *,
+    fast_path: bool = True,
 ) -> AsyncGenerator[Link, None]:
-    """The SDK's streamable HTTP client, and beside it (``http_lane``) tool calls POSTed past it."""
+    """The SDK's streamable HTTP client, and beside it, with ``fast_path``, its lane
+    (``fastpath.http_calls``): tool calls POSTed past it."""
     bounds = bounds or Bounds()
     statuses = HttpStatuses()  # one per connection: request ids start again with each
     lane: HttpLane | None = None
@@ -265,7 +271,7 @@ async def streamable_http_link(
         return repair(reword(statuses.stamp(message)))
 
     transport = _client_then_transport(client, spec.url, bounds)
-    if not bounds.http_lane or not lane_allowed(spec.url):  # patchbay.http_lane: false: the SDK's client only
+    if not fast_path or not lane_allowed(spec.url):  # the SDK's client only
         async with _streams_link(transport, transform=transform) as link:
             yield link
         return

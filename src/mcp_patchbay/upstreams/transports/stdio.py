@@ -13,7 +13,7 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
   gets an error answer, and the connection goes on (a ``RecursionError`` escaping the
   reader ended the connection and failed every call in flight);
 - a ``RawCalls`` table that sees every line first: tool calls skip the SDK's session
-  (``fastpath.pipe_calls``), everything else goes to it as usual;
+  (``fastpath.pipe_calls``; with ``patchbay.fast_path`` on), everything else goes to it as usual;
 - the child's environment is the proxy's own plus the entry's ``env`` (users expect the
   variables they gave the proxy to reach their servers), less what the proxy holds for its
   own use and the entry does not name (the spec's ``withheld``: ``config.held``).
@@ -131,9 +131,11 @@ async def stdio_transport(  # noqa: PLR0915
     adopt: subprocess.Popen[bytes] | None = None,
     bounds: Bounds | None = None,
     withheld: Collection[str] = OWN_NAMES,
+    fast_path: bool = True,
 ) -> AsyncGenerator[tuple[ReadStream, WriteStream, ProcessWatch, RawCalls | None], None]:
     """Spawn ``command`` (or take over ``adopt``, started by ``spawn.prespawn``) and yield
-    (read stream, write stream, process watch, raw calls; the last is None on Windows).
+    (read stream, write stream, process watch, raw calls; the last is None on Windows and
+    without ``fast_path``, ``patchbay.fast_path``: then every request goes through the SDK's session).
 
     Raises OSError (FileNotFoundError, PermissionError) when the process cannot start.
     The read stream ends as soon as the process's stdout closes, so every request
@@ -149,7 +151,7 @@ async def stdio_transport(  # noqa: PLR0915
             # Otherwise the OS says FileNotFoundError, which reads as a missing command.
             raise NotADirectoryError(f"working directory does not exist: {cwd}")
         process = await _spawn(server, command, list(args), env, cwd, withheld=withheld)
-    raw = RawCalls(process.stdin.writer) if isinstance(process, _AdoptedProcess) else None
+    raw = RawCalls(process.stdin.writer) if fast_path and isinstance(process, _AdoptedProcess) else None
     watch = ProcessWatch(pid=process.pid, secrets=tuple((env or {}).values()))
     log = logger.getChild(server)
     log.debug("spawned pid %d: %s %s", process.pid, command, redact(" ".join(args), watch.secrets))
@@ -438,10 +440,23 @@ class _AdoptedProcess:
 
 @asynccontextmanager
 async def stdio_link(
-    name: str, spec: StdioSpec, adopt: subprocess.Popen[bytes] | None = None, bounds: Bounds | None = None
+    name: str,
+    spec: StdioSpec,
+    adopt: subprocess.Popen[bytes] | None = None,
+    bounds: Bounds | None = None,
+    *,
+    fast_path: bool = True,
 ) -> AsyncGenerator[Link, None]:
     transport = stdio_transport(
-        name, spec.command, spec.args, spec.env, spec.cwd, adopt=adopt, bounds=bounds, withheld=spec.withheld
+        name,
+        spec.command,
+        spec.args,
+        spec.env,
+        spec.cwd,
+        adopt=adopt,
+        bounds=bounds,
+        withheld=spec.withheld,
+        fast_path=fast_path,
     )
     async with transport as (read, write, watch, raw):
         yield Link(read, write, closed=watch.stdout_closed, watch=watch, raw=raw)
