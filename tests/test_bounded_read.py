@@ -22,7 +22,7 @@ import pytest
 from mcp_patchbay import cli
 from mcp_patchbay.bounded_read import FileRefused, read_bytes, read_config
 from mcp_patchbay.config import ConfigError, load_config
-from mcp_patchbay.upstreams.spawn import EARLY_MARK, early
+from mcp_patchbay.upstreams.early_start import EARLY_MARK, early
 from mcp_patchbay.wire.early_handshake import _search_listing  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [

@@ -23,9 +23,10 @@ from mcp.server.lowlevel.server import Server
 from mcp_patchbay.config import Config, StdioSpec, load_config
 from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.upstreams.availability import State
+from mcp_patchbay.upstreams.early_start import EARLY_MARK, early
 from mcp_patchbay.upstreams.listing import Listing
 from mcp_patchbay.upstreams.listing_cache import Cached, ListingCache, launch_key
-from mcp_patchbay.upstreams.spawn import EARLY_MARK, discard, early, starts_now
+from mcp_patchbay.upstreams.spawn import discard, starts_now
 from tests.harness import (
     FakeTool,
     GatedUpstreams,

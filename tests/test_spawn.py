@@ -14,7 +14,8 @@ import pytest
 
 from mcp_patchbay import cli
 from mcp_patchbay.config import IGNORED_ENTRY_KEYS, StdioSpec, load_config
-from mcp_patchbay.upstreams.spawn import EARLY_KEYS, EARLY_MARK, Early, discard, early, settle
+from mcp_patchbay.upstreams.early_start import EARLY_KEYS, EARLY_MARK, Early, early, settle
+from mcp_patchbay.upstreams.spawn import discard
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="nothing starts early on Windows")
 

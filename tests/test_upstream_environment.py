@@ -21,7 +21,8 @@ import pytest
 from mcp_patchbay.config import StdioSpec, load_config
 from mcp_patchbay.config.held import asked, held, withheld
 from mcp_patchbay.upstreams import spawn
-from mcp_patchbay.upstreams.spawn import EARLY_MARK, Early, early, prespawn, settle
+from mcp_patchbay.upstreams.early_start import EARLY_MARK, Early, early, settle
+from mcp_patchbay.upstreams.spawn import prespawn
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX spawning; Windows shares child_environment")
 

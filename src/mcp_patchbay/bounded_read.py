@@ -20,7 +20,7 @@ The limits, each a caller's:
   :data:`DATA_FILE_BYTES`; the saved listings and the pins file keep limits of their own;
 - ``call``'s ``--args @FILE``: :data:`ARGUMENTS_FILE_BYTES`.
 
-The standard library only: ``spawn.early`` reads the config before anything else is imported.
+The standard library only: ``early_start.early`` reads the config before anything else is imported.
 """
 
 from __future__ import annotations

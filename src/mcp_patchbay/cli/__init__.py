@@ -41,10 +41,11 @@ from mcp_patchbay.cli.options import (
     UsageError,
     parse_options,
 )
-from mcp_patchbay.upstreams.spawn import Prespawned, discard, early, prespawn, settle, starts_now
+from mcp_patchbay.upstreams.early_start import early, settle
+from mcp_patchbay.upstreams.spawn import Prespawned, discard, prespawn, starts_now
 from mcp_patchbay.wire.early_handshake import EarlyHandshake
 
-# Everything else (anyio, pydantic, the SDK) is imported once spawn.early has started the
+# Everything else (anyio, pydantic, the SDK) is imported once early_start.early has started the
 # upstreams: each millisecond before that is one more of the proxy's startup.
 
 __all__ = ["EXIT_CONFIG", "Options", "UsageError", "main", "parse_options"]
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     on_stdio = options.command == "serve" and options.http is None
     # Serving on stdio: answer the client's initialize before anything else (early_handshake),
     # then start the plain stdio upstreams before even the config check imports pydantic
-    # (spawn.early); the checked config then keeps exactly those it would launch itself.
+    # (early_start.early); the checked config then keeps exactly those it would launch itself.
     # A profile serves some of the file's servers: started early they would only be stopped
     # again, and the last start's tool count (the early listing's guess) may be another profile's.
     profile = options.profile

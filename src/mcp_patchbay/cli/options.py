@@ -1,6 +1,6 @@
 """The command line read: ``Options`` from ``argv`` and the environment, or a ``UsageError``
 whose message is for the user. No I/O, and nothing heavier than argparse imported: it runs
-before ``spawn.early`` starts the upstreams."""
+before ``early_start.early`` starts the upstreams."""
 
 from __future__ import annotations
 

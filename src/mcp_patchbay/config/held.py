@@ -15,8 +15,8 @@ its ``command``, ``args``, ``env`` or ``cwd`` (``asked``). Everything else the p
 still reaches every stdio upstream (``PATH``, proxies, a server's own token set for the proxy).
 
 Computed from the file's JSON as read, before validation, so the config check (``loading``)
-and the start before it (``spawn.early``) withhold the same names. The standard library only:
-``spawn.early`` runs before pydantic is imported.
+and the start before it (``early_start.early``) withhold the same names. The standard library only:
+``early_start.early`` runs before pydantic is imported.
 """
 
 from __future__ import annotations

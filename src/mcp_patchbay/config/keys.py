@@ -1,7 +1,7 @@
 """The names of the config file's keys: top-level keys and the keys a server entry takes.
 
 Plain data, and importing it imports nothing else (no pydantic), so code that reads the
-file before it is validated (``spawn.early``) can share the names instead of copying
+file before it is validated (``early_start.early``) can share the names instead of copying
 them. ``models`` defines the same entry keys as pydantic fields; a test keeps the two
 in step.
 """

@@ -5,6 +5,7 @@
 - ``on_demand``: when a server runs (with the proxy, or when first needed; stopped when idle).
 - ``listing``: reading what a server offers; ``listing_cache``: lazy servers' last listings.
 - ``spawn``: processes started before the SDK import, their environment, the watchdog;
+  ``early_start``: the plain stdio entries started before the config is validated, settled after;
   ``command_lookup``: the program a ``command`` names, on every OS.
 - ``start_memory``: the most tools a config's last start found (an early listing in ``auto``).
 - ``availability``: an upstream's state and what it says while it cannot serve;
