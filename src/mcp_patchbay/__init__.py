@@ -32,11 +32,15 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
     HTTP:   gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> the SDK's Server ─> ┤
             gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> fastpath.gateway_calls ┤
                                                                                               v
-      calls.path.ToolPath.run: session.views (what the caller may see) ─> catalog.resolution
-        ─> catalog.arguments ─> upstreams.upstream.chain = calls.policies (breaker ─> deadline
-        ─> bulkhead ─> retry) ─> Upstream.send_call ─> fastpath.pipe_calls (stdio upstreams)
-        or fastpath.http_calls (streamable HTTP) or session.sdk.send_raw (SSE, or what a lane
-        leaves) ─> calls.results (size limit) ─> back the way it came.
+      calls.path.ToolPath.run (the edge), the name looked up in session.views (what the caller
+        may see), then the path's steps, one type (calls.steps.Step), built once: a broken config
+        ─> startup's wait ─> the proxy's own tools (calls.routes; a call route re-enters run)
+        ─> the name resolved once (calls.resolve: catalog.resolution, held tools, a lazy server
+        started) ─> what a route may run ─> catalog.arguments ─> observers ─> calls.results (size
+        limit, on the way back) ─> the status ─> the call in flight ─> calls.confirm
+        ─> upstreams.upstream.chain = calls.policies (breaker ─> deadline ─> bulkhead ─> retry)
+        ─> Upstream.send_call ─> fastpath.pipe_calls (stdio upstreams) or fastpath.http_calls
+        (streamable HTTP) or session.sdk.send_raw (SSE, or what a lane leaves) ─> back the way it came.
 
 Where to look first:
 

@@ -12,8 +12,8 @@ shape of ``policies``' chain, which is the path's last link). Built once, in thi
     -> configured      a config file that cannot be loaded: CONFIG_INVALID
     -> after_startup   a name not known yet waits for the first connections (``resolve``)
     -> own_tools       the status tool, find_tools, the call routes (``routes``; a route re-enters ``run``)
-    -> resolved        a name not held as given is resolved, once (``resolve``: naming, errors.names,
-                       held tools)
+    -> resolved        a name not held as given is resolved, once (``resolve``: catalog.resolution,
+                       errors.names, held tools)
     -> fresh           a lazy server is started and its tool judged again (``resolve``)
     -> route_limits    what a call route may run: no app-only tool, the read route only readers
     -> served          the tool's server is still configured

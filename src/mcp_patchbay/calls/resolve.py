@@ -5,7 +5,7 @@ when that was not enough:
 
 - ``after_startup``: a name not known while the first connections are still being made waits
   for them (``startup_wait``) and is looked up again.
-- ``resolved``: any other name the catalog does not hold is resolved (``catalog.naming``: a
+- ``resolved``: any other name the catalog does not hold is resolved (``catalog.resolution``: a
   mistaken separator, a server's own name) or answered with why not (``errors.names``); a tool
   held back until the user approves it is ``TOOL_CHANGED`` (``Supervisor.held_error``).
 - ``fresh``: a tool of a server not running (a lazy one, listed from its kept listing) is
