@@ -35,8 +35,12 @@ EVERYTHING = str(
 FASTMCP = str(WORK / "fastmcp-venv" / "bin" / "fastmcp")
 
 
-PROXY_ENV: dict[str, str] = {}
-"""Extra environment for the proxy's processes (``PYTHONPATH`` when measuring a snapshot)."""
+PROXY_ENV: dict[str, str] = {
+    name: value for name in ("PATCHBAY_FAST_PATH", "PYTHONPATH") if (value := os.environ.get(name))
+}
+"""Extra environment for the proxy's processes, which the SDK's stdio client starts with only a few
+safe variables: ``PYTHONPATH`` when measuring a snapshot (``use_source``, or as given), and
+``$PATCHBAY_FAST_PATH`` as given (``PATCHBAY_FAST_PATH=0`` measures the SDK's path on both sides)."""
 
 
 def use_source(src: Path) -> None:
