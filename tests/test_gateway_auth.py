@@ -24,9 +24,11 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_patchbay.config import parse_config
 from mcp_patchbay.config.gateway import GatewaySettings
-from mcp_patchbay.gateway import auth as auth_module
-from mcp_patchbay.gateway.auth import GatewayAuth, PatchbayToken, build_auth, metadata_urls
+from mcp_patchbay.gateway import jwts as auth_module
+from mcp_patchbay.gateway.auth import GatewayAuth, build_auth
 from mcp_patchbay.gateway.bind import is_loopback
+from mcp_patchbay.gateway.jwts import metadata_urls
+from mcp_patchbay.gateway.tokens import PatchbayToken
 from tests.jwt_util import Clock, FakeIssuer
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,8 @@
   header and body timeouts and connection count bounded; a way to drop a connection).
 - ``auth``: who may connect (static bearer tokens, JWTs checked against an issuer's
   JWKS, Protected Resource Metadata and the ``WWW-Authenticate`` challenge).
+- ``tokens``: who a bearer token is (``PatchbayToken``), and the static tokens' check;
+  ``jwts``: JWTs checked against an issuer's JWKS, its keys fetched and cached.
 - ``access``: who sees what (servers and tools per token or claim).
 - ``identity``: who is calling, as one string per member: what quotas count by.
 - ``metrics``: what ``/metrics`` reports.

@@ -9,7 +9,7 @@ of every rule that matches it: a tool is usable if any matching rule permits it.
 caller sees everything (``EVERYTHING``).
 
 A static token is an ``AccessToken`` without ``claims`` (its ``client_id`` is the token's
-name, ``auth.PatchbayToken``); a JWT carries its claims. ``Access`` is a value (frozen,
+name, ``tokens.PatchbayToken``); a JWT carries its claims. ``Access`` is a value (frozen,
 hashable, equal when it grants the same things), so a catalog view can be cached by
 ``Access.key`` and shared by every caller with the same grants.
 
