@@ -2,7 +2,7 @@
 
 In memory: the commands' own coroutines (``tools.list_tools``, ``calling.call_tool``) run the real
 ``Proxy`` in front of SDK servers in this process (``tests.harness``); usage mistakes go through
-``tools.run`` as the command line does. ``tests/e2e/test_cli_tools_e2e.py`` runs the real CLI.
+``tools.run`` and ``calling.run`` as the command line does. ``tests/e2e/test_cli_tools_e2e.py`` runs the real CLI.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.cli import calling, tools
+from mcp_patchbay.cli import calling, terminal, tools
 from mcp_patchbay.cli.calling import CallRequest, call_tool, coerce, describe, parse_arguments, server_for
 from mcp_patchbay.cli.options import UsageError
 from mcp_patchbay.config import Config
@@ -94,7 +94,7 @@ async def _call(config: Config, upstreams: MemoryUpstreams, request: CallRequest
 
 async def test_tools_lists_each_server_s_tools_with_its_state(capsys: pytest.CaptureFixture[str]) -> None:
     config, upstreams = _world()
-    assert await _list(config, upstreams) == tools.EXIT_FAILED  # 'down' is not ready
+    assert await _list(config, upstreams) == terminal.EXIT_FAILED  # 'down' is not ready
     out = capsys.readouterr().out
     lines = out.splitlines()
     weather = lines.index("weather: ready, 2 tools")
@@ -135,7 +135,7 @@ async def test_tools_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
 
 async def test_tools_server_starts_only_that_server(capsys: pytest.CaptureFixture[str]) -> None:
     config, upstreams = _world()
-    assert await _list(config, upstreams, server="weather") == tools.EXIT_OK
+    assert await _list(config, upstreams, server="weather") == terminal.EXIT_OK
     assert upstreams.connects == {"weather": 1}
     out = capsys.readouterr().out
     assert "weather: ready, 2 tools" in out and "svc" not in out
@@ -145,9 +145,9 @@ async def test_tools_server_starts_only_that_server(capsys: pytest.CaptureFixtur
 async def test_a_search_ranks_as_find_tools_does(capsys: pytest.CaptureFixture[str]) -> None:
     config, upstreams = _world()
     query = "weather alerts for a region"
-    assert await _list(config, upstreams, query=query, as_json=True) == tools.EXIT_FAILED  # 'down'
+    assert await _list(config, upstreams, query=query, as_json=True) == terminal.EXIT_FAILED  # 'down'
     report = json.loads(capsys.readouterr().out)
-    async with tools.running(config, connector=upstreams) as proxy:  # a Proxy, searched through its find_tools
+    async with terminal.running(config, connector=upstreams) as proxy:  # a Proxy, searched through its find_tools
         found = await proxy.run_tool("patchbay__find_tools", {"query": query})
     ranked = [tool["name"] for tool in found["structuredContent"]["tools"]]
     assert [match["name"] for match in report["matches"]] == ranked
@@ -169,7 +169,7 @@ async def test_a_search_for_a_person_names_the_best_and_what_was_not_searched(
 
 async def test_a_search_that_finds_nothing_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     config, upstreams = _world()
-    assert await _list(config, upstreams, query="zzqx") == tools.EXIT_FAILED
+    assert await _list(config, upstreams, query="zzqx") == terminal.EXIT_FAILED
     assert 'No tool matches "zzqx".' in capsys.readouterr().out
 
 
@@ -392,7 +392,7 @@ def test_the_server_a_name_names() -> None:
 def test_call_usage_mistakes_exit_2_with_a_clear_message(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert tools.run("call", argv) == tools.EXIT_USAGE
+    assert calling.run("call", argv) == terminal.EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith(f"mcp-patchbay call: {message}"), err
 
@@ -401,7 +401,7 @@ def test_no_config_anywhere_names_every_way_to_give_one(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PATCHBAY_CONFIG", raising=False)
-    assert tools.run("tools", []) == tools.EXIT_USAGE
+    assert tools.run("tools", []) == terminal.EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("mcp-patchbay tools: no config file.")
     for way in ("--config PATH", "-c PATH", "PATCHBAY_CONFIG=PATH", "mcp-patchbay import", "config.json"):
@@ -412,7 +412,7 @@ def test_a_config_that_cannot_be_used_says_where_it_came_from(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATCHBAY_CONFIG", str(tmp_path / "missing.json"))
-    assert tools.run("call", ["x__y"]) == tools.EXIT_USAGE
+    assert calling.run("call", ["x__y"]) == terminal.EXIT_USAGE
     err = capsys.readouterr().err
     assert (
         err
@@ -423,17 +423,17 @@ def test_a_config_that_cannot_be_used_says_where_it_came_from(
 def test_a_config_given_as_a_word_is_pointed_to_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "patchbay.json"
     path.write_text('{"mcpServers": {}}')
-    assert tools.run("tools", [str(path)]) == tools.EXIT_USAGE
+    assert tools.run("tools", [str(path)]) == terminal.EXIT_USAGE
     assert f"the config comes with --config (or -c): mcp-patchbay tools -c {path}" in capsys.readouterr().err
 
 
 def test_an_unknown_server_is_named_with_the_config_s_servers() -> None:
     config, _ = _world()
-    assert tools.server_named("Weather", config) == "weather"
+    assert terminal.server_named("Weather", config) == "weather"
     with pytest.raises(
         UsageError, match=r"^no server is named 'wether' in /virtual/patchbay.json; its servers: weather"
     ):
-        tools.server_named("wether", config)
+        terminal.server_named("wether", config)
 
 
 class _MissingCommand(MemoryUpstreams):
@@ -475,7 +475,7 @@ async def test_a_run_on_part_of_the_config_is_not_remembered_as_a_start() -> Non
     as the config's last start (``start_memory``), so the next start in auto mode guessed from it."""
     config, upstreams = _world()
     with anyio.fail_after(WITHIN):
-        async with tools.running(config, only={"svc"}, connector=upstreams) as proxy:
+        async with terminal.running(config, only={"svc"}, connector=upstreams) as proxy:
             assert not proxy.remembers_start
-        async with tools.running(config, connector=upstreams) as proxy:
+        async with terminal.running(config, connector=upstreams) as proxy:
             assert proxy.remembers_start  # every server: a start like any

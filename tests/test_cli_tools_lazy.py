@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp.server.context import ServerRequestContext
 
-from mcp_patchbay.cli import tools
+from mcp_patchbay.cli import terminal, tools
 from mcp_patchbay.upstreams.availability import State
 from tests.harness import FakeTool, MemoryUpstreams, config_from, connected, make_server, text, until
 
@@ -49,13 +49,13 @@ async def test_tools_exits_0_with_a_lazy_server_not_started_and_1_with_a_failed_
         await proxy.supervisor.listing_cache.flush()
     capsys.readouterr()
 
-    assert await tools.list_tools(config, as_json=True, connector=_upstreams()) == tools.EXIT_OK
+    assert await tools.list_tools(config, as_json=True, connector=_upstreams()) == terminal.EXIT_OK
     report = json.loads(capsys.readouterr().out)
     [state] = report["servers"]
     assert state["state"] == "not_started"
     assert [row["tool"] for row in state["tools"]] == ["add"]
 
     failing = config_from({"notes": {"command": "notes-server"}}, {"retry_attempts": 0, "connect_timeout": 1})
-    assert await tools.list_tools(failing, as_json=True, connector=_upstreams("notes")) == tools.EXIT_FAILED
+    assert await tools.list_tools(failing, as_json=True, connector=_upstreams("notes")) == terminal.EXIT_FAILED
     [state] = json.loads(capsys.readouterr().out)["servers"]
     assert state["state"] == "failed"

@@ -316,17 +316,17 @@ async def test_a_launch_change_still_restarts_the_server() -> None:
 
 
 def test_tools_and_call_load_the_config_narrowed_to_the_profile(tmp_path: Path) -> None:
-    from mcp_patchbay.cli import calling, tools
+    from mcp_patchbay.cli import calling, terminal, tools
     from mcp_patchbay.cli.options import UsageError
 
     path = tmp_path / "patchbay.json"
     path.write_text(json.dumps({"mcpServers": SERVERS, "profiles": {"writing": {"servers": ["docs", "notion"]}}}))
-    assert [e.name for e in tools.load(str(path), {}, profile="writing").servers] == ["docs", "notion"]
-    from_env = tools.load(str(path), {"PATCHBAY_PROFILE": "writing"})
+    assert [e.name for e in terminal.load(str(path), {}, profile="writing").servers] == ["docs", "notion"]
+    from_env = terminal.load(str(path), {"PATCHBAY_PROFILE": "writing"})
     assert from_env.profile == "writing" and len(from_env.servers) == 2
-    assert len(tools.load(str(path), {}).servers) == 4
+    assert len(terminal.load(str(path), {}).servers) == 4
     with pytest.raises(UsageError, match=r"unknown profile 'writng' \(did you mean 'writing'\?\)"):
-        tools.load(str(path), {}, profile="writng")
+        terminal.load(str(path), {}, profile="writng")
     assert tools._tools_parser().parse_intermixed_args(["--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]
     assert calling._parser().parse_intermixed_args(["x", "--profile", "writing"]).profile == "writing"  # pyright: ignore[reportPrivateUsage]
 
@@ -345,12 +345,12 @@ def test_the_example_in_config_md_is_a_valid_config_and_means_what_it_says() -> 
 
 @pytest.mark.anyio
 async def test_a_run_on_a_profile_is_no_start_to_learn_the_catalog_s_size_from() -> None:
-    from mcp_patchbay.cli import tools
+    from mcp_patchbay.cli import terminal
     from tests.harness import MemoryUpstreams
 
     upstreams = MemoryUpstreams(_servers("code", "docs"))
     config = _file({"coding": {"servers": ["code"]}}, ("code", "docs"))
-    async with tools.running(apply_profile(config, "coding"), connector=upstreams) as proxy:
+    async with terminal.running(apply_profile(config, "coding"), connector=upstreams) as proxy:
         assert not proxy.remembers_start and set(proxy.supervisor.upstreams) == {"code"}
-    async with tools.running(config, connector=upstreams) as proxy:
+    async with terminal.running(config, connector=upstreams) as proxy:
         assert proxy.remembers_start

@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from mcp_patchbay.cli import terminal
 from mcp_patchbay.cli import tools as tools_cli
 from mcp_patchbay.cli import trust as trust_cli
 from mcp_patchbay.cli.check import run_check
@@ -334,7 +335,7 @@ async def test_tools_marks_held_ones(tmp_path: Path, capsys: pytest.CaptureFixtu
     notes = Notes()
     notes.add("add", POISON)
     connector = MemoryUpstreams({"notes": make_server("notes", notes.tools)})
-    assert await tools_cli.list_tools(config, connector=connector) == tools_cli.EXIT_OK
+    assert await tools_cli.list_tools(config, connector=connector) == terminal.EXIT_OK
     out = capsys.readouterr().out
     assert "HELD tool add (flagged by the scan): mcp-patchbay trust --list" in out
     assert "notes__add" not in out

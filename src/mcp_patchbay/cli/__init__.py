@@ -19,9 +19,10 @@ The package, by job: this module runs a command (``main``); ``options`` reads th
 line; ``logs`` sets up the log handlers and formats; ``serving`` serves on stdio (signals,
 reloads); ``check`` is the ``check`` report; ``importing`` and ``install`` are ``import``,
 ``install`` and ``uninstall`` over ``clients/``; ``tools`` and ``calling`` list the tools and
-make one call from the terminal; ``trust`` shows what is held and approves it; ``secret``
-keeps values in the OS keyring. ``login``/``logout`` are ``oauth.commands``, ``serve --http``
-is ``gateway.app``, ``ui`` is ``ui``, ``log`` is ``activity``.
+make one call from the terminal, on what ``terminal`` holds for both (and for ``trust``): a
+command line of their own, the config's finding, a proxy with no client; ``trust`` shows what
+is held and approves it; ``secret`` keeps values in the OS keyring. ``login``/``logout`` are
+``oauth.commands``, ``serve --http`` is ``gateway.app``, ``ui`` is ``ui``, ``log`` is ``activity``.
 """
 
 from __future__ import annotations

@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Any, cast
 from mcp_patchbay.bounded_read import ARGUMENTS_FILE_BYTES, read_text
 from mcp_patchbay.cli.logs import StatusLine
 from mcp_patchbay.cli.options import UsageError
-from mcp_patchbay.cli.tools import (
+from mcp_patchbay.cli.terminal import (
     EXIT_FAILED,
     EXIT_OK,
     Parser,
     add_common,
     load,
     not_a_config,
+    run_command,
     running,
     setup_logs,
     start_the_rest,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from mcp_patchbay.session.proxy import Proxy
     from mcp_patchbay.upstreams.diagnosis import Diagnosis
     from mcp_patchbay.upstreams.transports import Connector
-__all__ = ["CallRequest", "call_tool", "coerce", "main", "parse_arguments", "server_for", "show_result"]
+__all__ = ["CallRequest", "call_tool", "coerce", "main", "parse_arguments", "run", "server_for", "show_result"]
 
 ARGUMENTS_HELP = 'arguments are KEY=VALUE (text=hello count=3 tags=\'["a","b"]\'), or --args \'{"text": "hello"}\''
 MAX_NAME_PARTS = 16
@@ -105,6 +106,11 @@ def _seconds(text: str) -> float:
     if not 0 < seconds < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
     return seconds
+
+
+def run(command: str, argv: list[str]) -> int:
+    """``mcp-patchbay call ...`` (``cli.main`` dispatches it here)."""
+    return run_command(command, main, argv)
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ OWN_PARSER_COMMANDS: dict[str, str] = {
     "install": "mcp_patchbay.cli.install",
     "uninstall": "mcp_patchbay.cli.install",
     "tools": "mcp_patchbay.cli.tools",
-    "call": "mcp_patchbay.cli.tools",
+    "call": "mcp_patchbay.cli.calling",
     "trust": "mcp_patchbay.cli.trust",
     "secret": "mcp_patchbay.cli.secret",
     "log": "mcp_patchbay.activity.command",

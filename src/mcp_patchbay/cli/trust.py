@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mcp_patchbay.cli.options import UsageError
-from mcp_patchbay.cli.tools import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, load, server_named
+from mcp_patchbay.cli.terminal import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, load, server_named
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
