@@ -51,10 +51,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_patchbay.calls.confirm import confirmed
 from mcp_patchbay.calls.deadlines import ProgressFn
-from mcp_patchbay.calls.policies import RawResult
 from mcp_patchbay.calls.resolve import Names, after_startup, fresh, resolved
 from mcp_patchbay.calls.routes import RunTool, StatusOf, own_tools
 from mcp_patchbay.calls.steps import (
+    CallObserver,
     CallState,
     Request,
     Step,
@@ -66,6 +66,7 @@ from mcp_patchbay.calls.steps import (
     sent,
     served,
     size_limited,
+    told,
 )
 from mcp_patchbay.catalog.client_quirks import errors_as_text
 from mcp_patchbay.catalog.merge import CatalogTool
@@ -92,10 +93,6 @@ from mcp_patchbay.upstreams.supervisor import Supervisor
 if TYPE_CHECKING:
     from mcp_patchbay.tasks import Tasks
 logger = logging.getLogger(__name__)
-
-CallObserver = Callable[[str | None, str | None, str, float], None]
-"""(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
-``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
 
 
 class ToolPath:
@@ -149,7 +146,7 @@ class ToolPath:
             partial(route_limits, names=self.exposure.names),
             partial(served, supervisor=supervisor),
             arguments_checked,
-            self._told,
+            partial(told, hooks=self),
             partial(size_limited, settings=settings),
             partial(recorded, supervisor=supervisor),
             partial(in_flight, channel=channel),
@@ -214,21 +211,13 @@ class ToolPath:
         long: bool = False,
     ) -> dict[str, Any]:
         """One tool call, whatever the way it came: the result as JSON values, an ``isError``
-        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError).
-        ``meta`` is the client's ``_meta`` less its progress token, passed on upstream.
-        ``request``: the SDK's context of the client's request (None on the lane).
-        ``task``: the client's ``task``, for an upstream that runs the tool as one (``tasks``: the
-        result is then its ``CreateTaskResult``); ``long``: the call runs as a task, within
-        ``task_timeout`` rather than the tool's timeout. A plain call of a tool whose upstream
-        requires a task is run as one and waited for (``tasks``).
-        ``named_as_data``: the name came as a call route's argument, so a name that cannot be
-        resolved is always answered with a result (``unknown_tool: "error"`` is for tools/call).
-        ``reads_only``: it came through the read route, which runs only a tool that says it only
-        reads (else ``NOT_READ_ONLY``, nothing sent). A call route never runs a tool for its
-        server's app only (``apps.app_only``: ``TOOL_NOT_AVAILABLE``); the app calls it directly.
+        result for every failure (only ``unknown_tool: "error"`` raises, an MCPError). The
+        arguments are ``CallState``'s, which says what each means. ``task``: the result is then the
+        upstream's ``CreateTaskResult`` (``tasks``); ``named_as_data``: a name that cannot be resolved
+        is always answered with a result (``unknown_tool: "error"`` is for tools/call).
 
-        The call goes down the path (``self._path``) as a ``CallState``, its name looked up as
-        given; this is the edge around it, where a failure becomes the answer (``error_result``)."""
+        The call goes down the path (``self._path``), its name looked up as given; this is the
+        edge around it, where a failure becomes the answer (``error_result``)."""
         view = self.views.view()
         state = CallState(
             called,
@@ -272,46 +261,6 @@ class ToolPath:
             request=state.request,
             named_as_data=state.named_as_data,
         )
-
-    def _told(self, inner: Step) -> Step:
-        """A call its tool answered is told to the observers (``on_call``, ``on_activity``) and the
-        debug log, with the result as the client gets it; a failure, the edge tells."""
-
-        async def step(state: CallState) -> RawResult:
-            result = await inner(state)
-            target, server, started = state.target, state.server, state.started
-            assert target is not None
-            if self.on_call is not None:
-                outcome = "tool_error" if result.get("isError") else "ok"
-                self.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
-            if self.on_activity is not None:
-                end = time.monotonic()
-                self.on_activity(
-                    (
-                        "tool_call",
-                        started,
-                        end,
-                        state.request,
-                        state.called,
-                        target,
-                        server,
-                        None,
-                        state.arguments,
-                        result,
-                    )
-                )
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "call %s -> %s/%s ok%s in %.1f ms",
-                    state.called,
-                    server,
-                    target.upstream_name,
-                    " (tool reported isError)" if result.get("isError") else "",
-                    (time.monotonic() - started) * 1000,
-                )
-            return result
-
-        return step
 
     async def warm_index(self) -> None:
         """In search mode, build the index once startup is done, so the first search need not."""

@@ -9,12 +9,14 @@ A step with nothing to wait for on the common path is a plain function that retu
 step's awaitable itself: no coroutine of its own for each call. A failure is raised, never
 answered here; the edge (``ToolPath.run``) answers it.
 
-The steps here check and send; the name's resolution is ``resolve``'s, the proxy's own tools
-``routes``', confirmation ``confirm``'s, and what the path tells observers ``path``'s.
+The steps here check, tell and send; the name's resolution is ``resolve``'s, the proxy's own
+tools ``routes``', confirmation ``confirm``'s.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,6 +41,8 @@ from mcp_patchbay.upstreams.upstream import Upstream
 if TYPE_CHECKING:
     from mcp_patchbay.tasks import Tasks
 
+logger = logging.getLogger(__name__)
+
 Request = ServerRequestContext[Any, Any]
 
 
@@ -55,11 +59,12 @@ class CallState:
     request: Request | None
     """The SDK's context of the client's request (None on a lane)."""
     named_as_data: bool
-    """The name came as a call route's argument."""
+    """The name came as a call route's argument (``route_limits``, ``confirmed``, the edge's answer)."""
     reads_only: bool
-    """It came through the read route."""
+    """It came through the read route: only a tool that says it only reads runs (``route_limits``)."""
     task: dict[str, Any] | None
-    """The client's ``task``, for an upstream that runs the tool as one."""
+    """The client's ``task``, for an upstream that runs the tool as one; without one, a tool whose
+    upstream requires a task is run as one and waited for (``sent``)."""
     long: bool
     """The call runs as a task: within ``task_timeout`` rather than the tool's timeout."""
     started: float
@@ -76,10 +81,16 @@ class CallState:
 
 Step = Callable[[CallState], Awaitable[RawResult]]
 
+CallObserver = Callable[[str | None, str | None, str, float], None]
+"""(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
+``isError``) or the proxy's error code; server and tool None when the name was not resolved."""
+
 
 class Hooks(Protocol):
-    """What the path's owner is given after the path is built (``Proxy`` sets them), read per call."""
+    """What the path's owner (``ToolPath``) is given after the path is built, read per call."""
 
+    on_call: CallObserver | None
+    on_activity: Callable[[tuple[Any, ...]], None] | None
     tasks: Tasks | None
     on_listing_changed: Callable[[], None]
 
@@ -162,6 +173,36 @@ def arguments_checked(inner: Step) -> Step:
     return step
 
 
+def told(inner: Step, hooks: Hooks) -> Step:
+    """A call its tool answered is told to the observers (the gateway's metrics, the activity log)
+    and the debug log, with the result as the client gets it; a failure, the edge tells."""
+
+    async def step(state: CallState) -> RawResult:
+        result = await inner(state)
+        target, server, started = state.target, state.server, state.started
+        assert target is not None
+        if hooks.on_call is not None:
+            outcome = "tool_error" if result.get("isError") else "ok"
+            hooks.on_call(server, target.upstream_name, outcome, time.monotonic() - started)
+        if hooks.on_activity is not None:
+            end = time.monotonic()
+            hooks.on_activity(
+                ("tool_call", started, end, state.request, state.called, target, server, None, state.arguments, result)
+            )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "call %s -> %s/%s ok%s in %.1f ms",
+                state.called,
+                server,
+                target.upstream_name,
+                " (tool reported isError)" if result.get("isError") else "",
+                (time.monotonic() - started) * 1000,
+            )
+        return result
+
+    return step
+
+
 def size_limited(inner: Step, settings: Settings) -> Step:
     """The result held to ``max_result_bytes`` (``results``)."""
 
@@ -238,6 +279,7 @@ def sent(settings: Settings, hooks: Hooks) -> Step:
 
 
 __all__ = [
+    "CallObserver",
     "CallState",
     "Hooks",
     "Request",
@@ -250,4 +292,5 @@ __all__ = [
     "sent",
     "served",
     "size_limited",
+    "told",
 ]
