@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from mcp_patchbay.ui.app import UiRefused
+from mcp_patchbay.ui.guard import UiRefused
 
 if TYPE_CHECKING:
     from mcp_patchbay.ui.app import Ui

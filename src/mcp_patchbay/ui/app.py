@@ -27,12 +27,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_patchbay import __version__
-from mcp_patchbay.ui.guard import COOKIE_PREFIX, FORM_FIELD, FORM_HEADER, FormTokens, HostOrigin, same_token
+from mcp_patchbay.ui.guard import COOKIE_PREFIX, FORM_FIELD, FORM_HEADER, FormTokens, HostOrigin, UiRefused, same_token
 from mcp_patchbay.ui.signin import SignIns
 from mcp_patchbay.ui.sources import Sources
 from mcp_patchbay.ui.tools_search import ToolSearch
 
-__all__ = ["Admission", "Ui", "UiRefused"]
+__all__ = ["Admission", "Ui"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +49,6 @@ SECURITY_HEADERS = [
         b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
 ]
-
-
-class UiRefused(Exception):
-    """A request the page does not serve: its status and the one line it gets."""
-
-    def __init__(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(text)
-        self.status = status
-        self.text = text
-        self.headers = headers or {}
 
 
 @dataclass(frozen=True)

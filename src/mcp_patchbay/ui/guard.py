@@ -1,7 +1,8 @@
 """Who may read the page and act through it: the token, Host and Origin, and the form token.
 
 Pure checks on a request's headers (``Check``, values in, a refusal or None out) and the form
-tokens' signing; the app (``app``) applies them to every request before anything is read.
+tokens' signing; the app (``app``) applies them to every request before anything is read. A
+request refused (here, or by an action: ``UiRefused``) gets its status and one line.
 
 - **Host** must be one the page is served as (DNS rebinding: a hostile name resolved to
   127.0.0.1 reaches the listener, but with its own name in ``Host``): else 403.
@@ -34,6 +35,7 @@ __all__ = [
     "FORM_TOKEN_LIFE",
     "FormTokens",
     "HostOrigin",
+    "UiRefused",
     "matches",
     "same_token",
 ]
@@ -44,6 +46,16 @@ FORM_FIELD = "form_token"
 FORM_HEADER = "x-patchbay-form"
 FORM_TOKEN_LIFE = 24 * 3600.0
 """Seconds a rendered page's form token stays good (a tab left open a day asks for a reload)."""
+
+
+class UiRefused(Exception):
+    """A request the page does not serve: its status and the one line it gets."""
+
+    def __init__(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+        self.headers = headers or {}
 
 
 def matches(value: str, allowed: Iterable[str]) -> bool:
