@@ -3,6 +3,8 @@
 - ``app``: the ASGI application (``/mcp`` on the SDK's streamable HTTP transport, both
   protocol eras; ``/healthz``, ``/readyz``; Host and Origin checks), ``/metrics`` on a
   listener of its own, and their life under uvicorn: startup, SIGTERM drain, shutdown.
+- ``listeners``: the uvicorn servers under both listeners; ``host_checks``: Host and Origin
+  checks (DNS rebinding) and CORS.
 - ``fastpath``: a known session's ``tools/call`` answered past the SDK's server, on the
   parsed JSON, through the same ``Proxy.run_tool`` (everything else: the SDK's path);
   ``fast_answer`` its answer: one JSON body, or SSE once the call's progress comes first.

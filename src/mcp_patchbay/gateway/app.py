@@ -5,7 +5,7 @@ Routes:
 - ``/mcp``: MCP over streamable HTTP, the SDK's transport (``sdk.SessionManager``) in
   front of the one ``server.Proxy`` every client shares: 2025-11-25 sessions
   (``Mcp-Session-Id``, the GET stream, resumable SSE with event ids) and stateless
-  2026-07-28 requests. Host and Origin are checked (DNS rebinding); with sign-in
+  2026-07-28 requests. Host and Origin are checked (DNS rebinding: ``host_checks``); with sign-in
   configured, a request without valid credentials gets 401 and nothing else.
 - ``/healthz``: 200 while the process serves. ``/readyz``: 200 once startup is done
   (every server up or given up on), 503 before, 404 while draining (not ready, as any
@@ -17,7 +17,7 @@ Routes:
 and outcome, and takes no token. With ``gateway.metrics`` (``[HOST:]PORT``) a second
 uvicorn server in the same process serves it alone there; without, there are no metrics.
 
-Both listeners run uvicorn with ``edge.guarded_protocol``: request heads of at most
+Both listeners (``listeners``) run uvicorn with ``edge.guarded_protocol``: request heads of at most
 ``gateway.max_header_bytes`` (431), ``header_timeout`` and ``body_timeout`` (408), at most
 ``max_connections`` at once (503 at once beyond).
 
@@ -33,7 +33,6 @@ import logging
 import os
 import signal
 import sys
-from contextlib import nullcontext
 from typing import Any
 
 import anyio
@@ -41,7 +40,6 @@ import anyio.abc
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
@@ -57,11 +55,12 @@ from mcp_patchbay.config.gateway import GatewaySettings
 from mcp_patchbay.fastpath.gateway_calls import FastPath
 from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
-from mcp_patchbay.gateway.bind import is_loopback
-from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, connection_cap, guarded_protocol
+from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, connection_cap
 from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.host_checks import cors, security_settings, url_host
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
-from mcp_patchbay.gateway.metrics import CONTENT_TYPE, Metrics
+from mcp_patchbay.gateway.listeners import METRICS_CONNECTIONS, SHUTDOWN_GRACE, bound_address, listener, metrics_app
+from mcp_patchbay.gateway.metrics import Metrics
 from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.session.sdk import SessionManager, connection_of
 from mcp_patchbay.upstreams.spawn import Prespawned
@@ -71,61 +70,6 @@ logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
-SHUTDOWN_GRACE = 2
-"""Seconds uvicorn gives open connections (GET streams) once draining is over."""
-METRICS_CONNECTIONS = 64
-"""Connections the metrics listener takes at once (a scraper or two; a count of its own)."""
-
-
-CORS_EXPOSED = ("Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate", "Retry-After")
-"""Response headers a page on an allowed origin may read (a session's id, the version, a sign-in challenge)."""
-
-
-def cors(app: ASGIApp, origins: tuple[str, ...]) -> ASGIApp:
-    """``/mcp`` answering CORS for ``gateway.cors_origins`` (preflights included). Request headers
-    are echoed back as allowed: a 2026-07-28 call names its own ``Mcp-Param-*`` headers."""
-    from starlette.middleware.cors import CORSMiddleware
-
-    return CORSMiddleware(
-        app,
-        allow_origins=list(origins),
-        allow_methods=["GET", "POST", "DELETE"],
-        allow_headers=["*"],
-        expose_headers=list(CORS_EXPOSED),
-        max_age=600,
-    )
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def security_settings(settings: GatewaySettings, host: str, port: int) -> TransportSecuritySettings:
-    """Host and Origin checks against DNS rebinding: the bind address, the public ``url``,
-    loopback names on a loopback bind, and what the config adds."""
-    hosts: list[str] = list(settings.allowed_hosts)
-    origins: list[str] = [*settings.allowed_origins, *settings.cors_origins]
-    if is_loopback(host):
-        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    elif host not in ("0.0.0.0", "::"):
-        hosts += [f"{_url_host(host)}:{port}", _url_host(host)]
-    if settings.url is not None:
-        from urllib.parse import urlsplit
-
-        parsed = urlsplit(settings.url)
-        hosts.append(parsed.netloc)
-        origins.append(f"{parsed.scheme}://{parsed.netloc}")
-    checked = is_loopback(host) or settings.url is not None or bool(settings.allowed_hosts)
-    if not checked:
-        logger.warning(
-            "Host checks are off: bound to %s with neither gateway.url nor gateway.allowed_hosts; "
-            "callers still need a sign-in",
-            host,
-        )
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=checked, allowed_hosts=hosts, allowed_origins=origins
-    )
 
 
 class Gateway:
@@ -143,7 +87,7 @@ class Gateway:
         self.config = config
         self.settings = config.gateway or GatewaySettings()
         self.host, self.port = host, port
-        self.resource_url = self.settings.url or f"http://{_url_host(host)}:{port}{MCP_PATH}"
+        self.resource_url = self.settings.url or f"http://{url_host(host)}:{port}{MCP_PATH}"
         self.auth = build_auth(self.settings, self.resource_url)
         self.policy = AccessPolicy(self.settings)
         restricted = self.settings.access is not None
@@ -248,26 +192,7 @@ class Gateway:
             return JSONResponse({"status": "starting"}, 503)
         return JSONResponse({"status": "ready"})
 
-    def _metrics_app(self, host: str, port: int) -> Starlette:
-        """``/metrics`` alone, for a listener of its own, behind the Host check of its bind address."""
-        check = TransportSecurityMiddleware(metrics_security(host, port))
-
-        async def metrics(request: Request) -> Response:
-            refused = await check.validate_request(request)
-            if refused is not None:
-                return refused
-            return Response(self.metrics.render(), media_type=CONTENT_TYPE)
-
-        if not is_loopback(host):
-            logger.info(
-                "metrics on %s:%d, beyond this machine, without a token: every server and tool name and "
-                "call outcomes are readable there (keep the port out of the Service, as deploy/kubernetes does)",
-                host,
-                port,
-            )
-        return Starlette(routes=[Route("/metrics", endpoint=metrics, methods=["GET"])])
-
-    def _uvicorn(self, app: ASGIApp, host: str, port: int, *, max_connections: int | None) -> _Server:
+    def _uvicorn(self, app: ASGIApp, host: str, port: int, *, max_connections: int | None) -> uvicorn.Server:
         limits = EdgeLimits(
             max_header_bytes=self.settings.max_header_bytes,
             header_timeout=self.settings.header_timeout,
@@ -275,20 +200,7 @@ class Gateway:
             max_connections=max_connections,
             refusals=self.refusals,
         )
-        return _Server(
-            uvicorn.Config(
-                app,
-                host=host,
-                port=port,
-                http=guarded_protocol(limits),
-                ws="none",
-                lifespan="off",
-                log_config=None,
-                access_log=False,
-                server_header=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE,
-            )
-        )
+        return listener(app, host, port, limits)
 
     async def _become_ready(self) -> None:
         await self.proxy.supervisor.wait_startup()
@@ -339,8 +251,8 @@ class Gateway:
         self._server = server
         metrics_address = self.settings.metrics_address
         if metrics_address is not None:
-            metrics_app = self._metrics_app(*metrics_address)
-            self._metrics_server = self._uvicorn(metrics_app, *metrics_address, max_connections=METRICS_CONNECTIONS)
+            page = metrics_app(self.metrics.render, *metrics_address)
+            self._metrics_server = self._uvicorn(page, *metrics_address, max_connections=METRICS_CONNECTIONS)
         async with anyio.create_task_group() as tg:
             await tg.start(self.proxy.run)
             tg.start_soon(self._become_ready)
@@ -362,11 +274,11 @@ class Gateway:
             tg.cancel_scope.cancel()
 
     async def _announce(self, server: uvicorn.Server, task_status: anyio.abc.TaskStatus[tuple[str, int]]) -> None:
-        bound = await _bound(server)
-        logger.info("serving MCP at http://%s:%d%s", _url_host(bound[0]), bound[1], MCP_PATH)
+        bound = await bound_address(server)
+        logger.info("serving MCP at http://%s:%d%s", url_host(bound[0]), bound[1], MCP_PATH)
         if self._metrics_server is not None:
-            host, port = self.metrics_bound = await _bound(self._metrics_server)
-            logger.info("serving metrics at http://%s:%d/metrics", _url_host(host), port)
+            host, port = self.metrics_bound = await bound_address(self._metrics_server)
+            logger.info("serving metrics at http://%s:%d/metrics", url_host(host), port)
         task_status.started(bound)
 
     async def _on_signals(self, server: uvicorn.Server) -> None:
@@ -384,26 +296,6 @@ class Gateway:
                     tg.start_soon(self.drain)
 
 
-async def _bound(server: uvicorn.Server) -> tuple[str, int]:
-    """The address a uvicorn server listens at, once it does."""
-    while not server.started:  # uvicorn offers no event; its startup takes a few ms
-        await anyio.sleep(0.005)
-    sockname = server.servers[0].sockets[0].getsockname()
-    return str(sockname[0]), int(sockname[1])
-
-
-def metrics_security(host: str, port: int) -> TransportSecuritySettings:
-    """The metrics listener's Host check: loopback names on a loopback bind, the bind address
-    otherwise, none on a wildcard bind (Prometheus scrapes a pod by its IP); never a browser."""
-    if is_loopback(host):
-        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-    elif host in ("0.0.0.0", "::", ""):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    else:
-        hosts = [f"{_url_host(host)}:*", _url_host(host)]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[])
-
-
 class _Asgi:
     """An ASGI callable as a route's endpoint (starlette takes functions and methods for
     request handlers)."""
@@ -413,13 +305,6 @@ class _Asgi:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, minus its signal handlers: the gateway drains on signals itself."""
-
-    def capture_signals(self) -> Any:
-        return nullcontext()
 
 
 def _opens_session(scope: Scope) -> bool:
@@ -454,6 +339,6 @@ async def serve_http(config: Config, prespawned: Prespawned, host: str, port: in
                 tg.cancel_scope.cancel()
 
             host, port = await tg.start(serve_then_stop)
-            print(f"mcp-patchbay: serving MCP at http://{_url_host(host)}:{port}{MCP_PATH}", file=sys.stderr)
+            print(f"mcp-patchbay: serving MCP at http://{url_host(host)}:{port}{MCP_PATH}", file=sys.stderr)
     finally:
         shutdown()
