@@ -154,7 +154,7 @@ def test_every_reader_of_a_named_file_refuses_a_fifo_without_waiting(
     from mcp_patchbay.cli.options import UsageError
     from mcp_patchbay.clients import reading
     from mcp_patchbay.clients.files import read_bytes as client_file
-    from mcp_patchbay.clients.records import load_records
+    from mcp_patchbay.clients.installs import load_records
     from mcp_patchbay.oauth.store import TokenStore
     from mcp_patchbay.trust.store import PinStore, PinsUnreadable
     from mcp_patchbay.upstreams import start_memory

@@ -8,7 +8,7 @@ with the patchbay config's absolute path; Codex's says ``required = true`` and a
 the file is as install left it, else only the proxy's entry taken out (and what ``--replace`` took
 put back). Every write: a timestamped backup first, an atomic replace, the file read back and
 checked; each install is recorded in ``installs.json`` in the proxy's data folder
-(``clients.records``). A client seen running is told to restart, in one line.
+(``clients.installs``). A client seen running is told to restart, in one line.
 Exit status: 0 done, 1 nothing to do, 2 a usage mistake or a file that cannot be read or written.
 """
 
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mcp_patchbay.cli.options import EXIT_CONFIG
 
 if TYPE_CHECKING:
+    from mcp_patchbay.clients.installs import Record
     from mcp_patchbay.clients.launch import Launch
     from mcp_patchbay.clients.locations import Client, Environment, Place
-    from mcp_patchbay.clients.records import Record
     from mcp_patchbay.config import Config
 __all__ = ["run"]
 
@@ -200,13 +200,13 @@ def _running_hint(client: Client, env: Environment, out: TextIO) -> None:
 
 def _records_path() -> Path:
     from mcp_patchbay import places
-    from mcp_patchbay.clients.records import RECORDS_NAME
+    from mcp_patchbay.clients.installs import RECORDS_NAME
 
     return places.data_dir() / RECORDS_NAME
 
 
 def _records() -> list[Record]:
-    from mcp_patchbay.clients.records import load_records
+    from mcp_patchbay.clients.installs import load_records
 
     try:
         return load_records(_records_path())
@@ -219,8 +219,8 @@ def install(args: argparse.Namespace, env: Environment, launch: Launch, out: Tex
     from mcp_patchbay.clients.entries import proxy_entry
     from mcp_patchbay.clients.files import digest
     from mcp_patchbay.clients.installing import EditRefused, plan_install
+    from mcp_patchbay.clients.installs import Record, save_records
     from mcp_patchbay.clients.locations import install_place
-    from mcp_patchbay.clients.records import Record, save_records
 
     client = _client(args.client)
     config_path = (Path(args.config).expanduser() if args.config else places.default_config()).absolute()
@@ -283,8 +283,8 @@ def install(args: argparse.Namespace, env: Environment, launch: Launch, out: Tex
 def uninstall(args: argparse.Namespace, env: Environment, out: TextIO) -> int:  # noqa: PLR0912, PLR0915
     from mcp_patchbay.clients.files import digest, read_bytes, write_atomic
     from mcp_patchbay.clients.installing import EditRefused, plan_uninstall
+    from mcp_patchbay.clients.installs import save_records
     from mcp_patchbay.clients.locations import install_place, places_of
-    from mcp_patchbay.clients.records import save_records
 
     client = _client(args.client)
     records = _records()

@@ -2,7 +2,7 @@
 
 ``import`` reads the servers every client has (``reading``, ``merging``) into one patchbay config;
 ``install`` writes the proxy's entry into one client's file and ``uninstall`` takes it out
-(``installing``, ``files``, ``records``). The clients: Claude Desktop, Claude Code, Cursor, VS Code,
+(``installing``, ``files``, ``installs``). The clients: Claude Desktop, Claude Code, Cursor, VS Code,
 Windsurf, Gemini CLI and Codex. Modules, each owning one thing (one imports only those above it):
 
 - ``locations``: every client's files on Linux, macOS and Windows, from an injected
@@ -18,7 +18,7 @@ Windsurf, Gemini CLI and Codex. Modules, each owning one thing (one imports only
   ``headers``, ``args``) and the ``${secret:NAME}`` that ``import`` leaves in their place. Pure.
 - ``installing``: the edit ``install`` / ``uninstall`` make to a file's text. Pure.
 - ``files``: a timestamped backup, an atomic write, a file's digest.
-- ``records``: what each install did (``installs.json``), for ``uninstall``.
+- ``installs``: what each install did (``installs.json``), for ``uninstall``.
 - ``launch``: the absolute command that starts this installation of the proxy.
 - ``running``: whether a client is running (to say "restart it"); best effort.
 
