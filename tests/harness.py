@@ -25,8 +25,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.memory import create_client_server_memory_streams
 
 from mcp_patchbay.config import Config, RemoteSpec, StdioSpec, parse_config
+from mcp_patchbay.session.http_sessions import SessionManager
 from mcp_patchbay.session.proxy import Proxy
-from mcp_patchbay.session.sdk import SessionManager
 from mcp_patchbay.upstreams.transports import Link
 
 ToolFn = Callable[[ServerRequestContext[Any, Any], dict[str, Any]], Awaitable[types.CallToolResult]]

@@ -29,8 +29,8 @@ The path of a tool call, hop by hop (``docs/ARCHITECTURE.md`` draws it)::
 
     stdio:  wire.stdio ─> fastpath.stdio_calls (handshake-era tools/call, JSON values) ───────┐
             wire.stdio ─> the SDK's Server ─> session.proxy.Proxy._call_tool ─> calls.path ─┤
-    HTTP:   gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> the SDK's Server ─> ┤
-            gateway.edge ─> gateway.app ─> session.sdk.SessionManager ─> fastpath.gateway_calls ┤
+    HTTP:   gateway.edge ─> gateway.app ─> session.http_sessions ─> the SDK's Server ─────────┤
+            gateway.edge ─> gateway.app ─> session.http_sessions ─> fastpath.gateway_calls ───┤
                                                                                               v
       calls.path.ToolPath.run (the edge), the name looked up in session.views (what the caller
         may see), then the path's steps, one type (calls.steps.Step), built once: a broken config

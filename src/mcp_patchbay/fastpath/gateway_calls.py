@@ -1,6 +1,6 @@
 """The client half of the gateway's fast path: a ``tools/call`` POST answered past the SDK's server.
 
-``FastPath`` is offered every POST's read body by ``sdk.SessionManager`` (after the sign-in
+``FastPath`` is offered every POST's read body by ``http_sessions.SessionManager`` (after the sign-in
 middleware, before anything else reads it). It takes a well-formed ``tools/call`` of a live
 2025-era session whose connection it knows, or a stateless 2026-07-28 one that passes the
 SDK entry's checks (``modern_route``) and whose client cannot be asked for input, and runs it
@@ -13,7 +13,7 @@ It keeps what the SDK's path gives that call:
 - the session: the same checks as the SDK's manager and transport (Host and Origin, the
   credential and member that opened it, not terminated nor expiring: ``SessionManager.usable_session``),
   its recency for the per-member quota, and its idle timer held while the call is in flight
-  (``sdk.holding``);
+  (``http_sessions.holding``);
 - who is calling: the call's ``ServerRequestContext`` carries the session's own connection
   (``SessionManager.connections``), so what the upstream asks mid-call (sampling, elicitation)
   goes to this session's stream (``session.requests_back``), and errors, status and identity read it
@@ -64,8 +64,8 @@ from starlette.types import Receive, Scope, Send
 from mcp_patchbay.calls.deadlines import ProgressFn
 from mcp_patchbay.fastpath.gateway_answer import Answer
 from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta, without_later_fields
+from mcp_patchbay.session.http_sessions import SessionManager, holding
 from mcp_patchbay.session.proxy import Proxy
-from mcp_patchbay.session.sdk import SessionManager, holding
 from mcp_patchbay.tasks import EXTENSION as TASKS_EXTENSION
 from mcp_patchbay.wire.jsonrpc import RequestId, deeper_than, is_request_id
 

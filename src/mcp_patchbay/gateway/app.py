@@ -2,7 +2,7 @@
 
 Routes:
 
-- ``/mcp``: MCP over streamable HTTP, the SDK's transport (``sdk.SessionManager``) in
+- ``/mcp``: MCP over streamable HTTP, the SDK's transport (``http_sessions.SessionManager``) in
   front of the one ``server.Proxy`` every client shares: 2025-11-25 sessions
   (``Mcp-Session-Id``, the GET stream, resumable SSE with event ids) and stateless
   2026-07-28 requests. Host and Origin are checked (DNS rebinding: ``host_checks``); with sign-in
@@ -61,8 +61,9 @@ from mcp_patchbay.gateway.host_checks import cors, security_settings, url_host
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
 from mcp_patchbay.gateway.listeners import METRICS_CONNECTIONS, SHUTDOWN_GRACE, bound_address, listener, metrics_app
 from mcp_patchbay.gateway.metrics import Metrics
+from mcp_patchbay.session.http_sessions import SessionManager
 from mcp_patchbay.session.proxy import Proxy
-from mcp_patchbay.session.sdk import SessionManager, connection_of
+from mcp_patchbay.session.sdk import connection_of
 from mcp_patchbay.upstreams.spawn import Prespawned
 from mcp_patchbay.upstreams.transports import Connector
 

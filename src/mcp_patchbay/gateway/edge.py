@@ -49,7 +49,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
-from mcp_patchbay.session.sdk import ABORT_EXTENSION
+from mcp_patchbay.session.http_sessions import ABORT_EXTENSION
 from mcp_patchbay.throttle import LogThrottle
 
 __all__ = ["EdgeLimits", "Refusals", "connection_cap", "guarded_protocol"]
@@ -175,7 +175,7 @@ def guarded_protocol(limits: EdgeLimits) -> type[HttpToolsProtocol]:
             super().on_headers_complete()
 
         def _abort(self) -> None:
-            """Drop the connection now, whatever is still unsent (``sdk.ABORT_EXTENSION``)."""
+            """Drop the connection now, whatever is still unsent (``http_sessions.ABORT_EXTENSION``)."""
             self._disarm()
             if not self.transport.is_closing() or self.transport.get_write_buffer_size():
                 logger.debug("%s: connection dropped (its session was ended)", self._who())

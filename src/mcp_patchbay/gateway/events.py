@@ -29,7 +29,7 @@ from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 EVENTS_PER_STREAM = 256
 STREAMS = 64
 """Per session: its streams' ids are its request ids (and one GET stream), so each
-session has a store of its own (``sdk.SessionManager``); shared, ids would collide."""
+session has a store of its own (``http_sessions.SessionManager``); shared, ids would collide."""
 
 
 @dataclass(eq=False)

@@ -13,5 +13,6 @@
 - ``rounds``: a 2026-07-28 call suspended while its upstream asks the client something;
   ``request_state``: the keys sealing ``requestState``.
 - ``outbox``: on the gateway, each session's notices posted, never awaited.
-- ``sdk``: the one adapter over the SDK's private attributes, and the gateway's session manager.
+- ``sdk``: the adapter over the SDK's private attributes (the raw send, what upstreams are offered).
+- ``http_sessions``: the gateway's session manager (sessions per member, an event store each).
 """

@@ -10,7 +10,7 @@ stalls only its own sender, and then is ended:
 - a send that waits longer than ``gateway.send_timeout``, or
 - a queue that reaches ``gateway.max_queued_messages``
 
-ends the session (``sdk.SessionManager.end_session``, logged at WARNING with the session
+ends the session (``http_sessions.SessionManager.end_session``, logged at WARNING with the session
 id and why; past ``WARNINGS_PER_MINUTE`` a minute at DEBUG, counted in the next WARNING
 (``throttle``), so an attacker cannot flood the log), and its queue is dropped. So a stuck session costs
 at most its queue and one task, and no loop ever awaits one session on behalf of others.
