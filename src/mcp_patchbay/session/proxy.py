@@ -253,11 +253,11 @@ class Proxy:
             "notifications/roots/list_changed", types.NotificationParams, self.passthrough.roots_changed
         )
         # Tasks: 2025-11-25's methods, and the 2026-07-28 extension's (each answers the era it serves).
-        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.tasks.get)
-        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.tasks.result)
-        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.tasks.list)
-        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.tasks.cancel)
-        server.add_request_handler("tasks/update", UpdateTaskParams, self.tasks.update)
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.tasks.requests.get)
+        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.tasks.requests.result)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.tasks.requests.list)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.tasks.requests.cancel)
+        server.add_request_handler("tasks/update", UpdateTaskParams, self.tasks.requests.update)
         server.extensions[TASKS_EXTENSION] = {}
         # The SDK checks a 2026-07-28 call's Mcp-Param-* headers against the tool's inputSchema;
         # without this it runs a whole tools/list through the server for every call.

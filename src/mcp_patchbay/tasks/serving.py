@@ -11,8 +11,8 @@ call of a client that declared the tasks extension, to a tool whose upstream req
   lost to the client's own timeout (within ``patchbay.task_timeout``).
 
 The client gets the proxy's own id (``ids``) and ``tasks/get``, ``tasks/result``, ``tasks/list``,
-``tasks/cancel`` (2026-07-28: ``tasks/get``, ``tasks/update``, ``tasks/cancel``) find the task
-only for who started it (``records.Table``). An upstream's ``notifications/tasks/status`` and
+``tasks/cancel`` (2026-07-28: ``tasks/get``, ``tasks/update``, ``tasks/cancel``; ``requests``) find
+the task only for who started it (``records.Table``). An upstream's ``notifications/tasks/status`` and
 its progress for a task reach the client that started it under the proxy's id (a 2025-era
 client: a 2026-07-28 one polls). A client that does not speak tasks, calling a tool whose
 upstream requires one, gets the final result: ``run_and_wait`` runs the task for it within
@@ -38,16 +38,17 @@ from pydantic import ValidationError
 from mcp_patchbay.calls.deadlines import ProgressFn
 from mcp_patchbay.calls.policies import RawResult, ToolCall
 from mcp_patchbay.catalog.merge import CatalogTool
-from mcp_patchbay.config import RemoteSpec, Settings
+from mcp_patchbay.config import Settings
 from mcp_patchbay.errors.connection import checked_result
 from mcp_patchbay.errors.tree import PatchbayError
 from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta
 from mcp_patchbay.session.notifications import IdentityOf
 from mcp_patchbay.session.outbox import Outboxes
 from mcp_patchbay.session.sdk import connection_of
-from mcp_patchbay.tasks.ids import TaskRef, opened, seal
+from mcp_patchbay.tasks.ids import TaskRef, seal
 from mcp_patchbay.tasks.records import Full, Record, Table, Tell
-from mcp_patchbay.tasks.waiting import RELATED_TASK, Routes, cancel_quietly, run_and_wait, without_related
+from mcp_patchbay.tasks.requests import TaskRequests, declares_extension
+from mcp_patchbay.tasks.waiting import Routes, cancel_quietly, run_and_wait, without_related
 from mcp_patchbay.upstreams.upstream import Upstream
 
 if TYPE_CHECKING:
@@ -56,18 +57,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Request = ServerRequestContext[Any, Any]
-EXTENSION = "io.modelcontextprotocol/tasks"
-"""The 2026-07-28 tasks extension's identifier."""
-MISSING_CAPABILITY = -32021
 POLL_MS = 1000
 """The poll interval the proxy suggests for the tasks it runs itself."""
-
-
-class UpdateTaskParams(types.RequestParams):
-    """``tasks/update`` (2026-07-28): input responses for a task waiting on the client."""
-
-    task_id: str
-    input_responses: dict[str, Any] | None = None
 
 
 def capabilities() -> types.ServerTasksCapability:
@@ -118,6 +109,8 @@ class Tasks:
         """Where the upstreams' progress and status notices for the proxy's tasks go."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._added = anyio.Event()
+        self.requests = TaskRequests(self)
+        """The ``tasks/*`` requests about them."""
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The background calls and waits, and the forgetting of expired tasks, until cancelled."""
@@ -141,7 +134,7 @@ class Tasks:
         values = ctx.params
         modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
         if modern:
-            if "requestState" in values or not _declares_extension(ctx):
+            if "requestState" in values or not declares_extension(ctx):
                 return await call_next(ctx)
             target = self.tools.views.view().catalog.by_exposed.get(str(values.get("name")))
             upstream = self.supervisor.upstreams.get(target.server) if target is not None else None
@@ -165,9 +158,9 @@ class Tasks:
 
     async def create(self, ctx: Request, params: types.CallToolRequestParams, ttl: int | None) -> Record:
         """Start the task ``params`` asks for: on its upstream when it runs tasks, else here."""
-        owner = self._owner(ctx)
+        owner = self.owner(ctx)
         self._room(owner)
-        ttl_ms = min(ttl or self._max_ttl_ms, self._max_ttl_ms)
+        ttl_ms = min(ttl or self.max_ttl_ms, self.max_ttl_ms)
         wire_meta = params.model_dump(by_alias=True, mode="json", include={"meta"}).get("_meta")
         token, meta = split_meta(wire_meta)
         progress = self._progress_to(ctx, token)
@@ -230,6 +223,11 @@ class Tasks:
         )  # fmt: skip
         status, message = task.get("status"), task.get("statusMessage")
         record.update(str(status), message if isinstance(message, str) else None, now)
+        return self.follow(ctx, record, upstream, token, called)
+
+    def follow(self, ctx: Request, record: Record, upstream: Upstream, token: str, called: str) -> Record:
+        """Hold ``record`` of a task ``upstream`` runs, its result collected in the background
+        (``token``: the progress token the proxy gave it; ``called``: the name it was called by)."""
         self._hold(ctx, record)
         assert self._tg is not None
         self._tg.start_soon(self._collect, record, upstream, token, called)
@@ -256,9 +254,9 @@ class Tasks:
                 raw = await self.tools.run(params.name, params.arguments, progress, meta, request=ctx, long=True)
             except MCPError as exc:  # the edge's JSON-RPC answer (unknown_tool "error", a URL elicitation)
                 error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
-                await self._finished(record, error=error)
+                await self.finished(record, error=error)
             else:
-                await self._finished(record, result=raw)
+                await self.finished(record, result=raw)
 
     async def _collect(self, record: Record, upstream: Upstream, token: str, called: str) -> None:
         """Wait for an upstream task's result (its ``tasks/result`` blocks until it ends), to hold it.
@@ -273,7 +271,7 @@ class Tasks:
                     result = checked_result(without_related(raw), upstream.name, called)
                 except PatchbayError as error:
                     if record.status == "cancelled":
-                        await self._finished(record)
+                        await self.finished(record)
                         return
                     try:
                         result = self.tools.error_result(
@@ -281,82 +279,17 @@ class Tasks:
                         )
                     except MCPError as exc:
                         error_data = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
-                        await self._finished(record, error=error_data)
+                        await self.finished(record, error=error_data)
                         return
-                await self._finished(record, result=result)
+                await self.finished(record, result=result)
         finally:
             self.routes.unfollow(upstream.name, token)
 
-    async def _finished(
+    async def finished(
         self, record: Record, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
     ) -> None:
         if record.finish(self.table.clock(), result=result, error=error):
             await self._notice(record)
-
-    # --- tasks/* -----------------------------------------------------------------------------
-
-    async def get(self, ctx: Request, params: types.GetTaskRequestParams) -> dict[str, Any]:
-        modern = self._era(ctx, "tasks/get")
-        record = self._find(ctx, params.task_id)
-        if not record.done.is_set() and record.upstream_id is not None:
-            await self._refresh(record)
-        return record.values(modern=modern)
-
-    async def result(self, ctx: Request, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
-        if self._era(ctx, "tasks/result", legacy_only=True):
-            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/result")
-        record = self._find(ctx, params.task_id)
-        await record.done.wait()
-        if record.result is not None:
-            meta = cast("dict[str, Any]", record.result.get("_meta") or {})
-            return {**record.result, "_meta": {**meta, RELATED_TASK: {"taskId": record.id}}}
-        if record.error is not None:
-            raise MCPError.from_error_data(types.ErrorData.model_validate(record.error))
-        raise MCPError(types.INVALID_PARAMS, f"Task was cancelled: it has no result ({record.message or 'cancelled'}).")
-
-    async def list(self, ctx: Request, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
-        if self._era(ctx, "tasks/list", legacy_only=True):
-            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/list")
-        try:
-            page, cursor = self.table.page(self._owner(ctx), params.cursor if params is not None else None)
-        except ValueError:
-            raise MCPError(types.INVALID_PARAMS, "Invalid cursor for tasks/list.") from None
-        answer: dict[str, Any] = {"tasks": [record.values(modern=False) for record in page]}
-        if cursor is not None:
-            answer["nextCursor"] = cursor
-        return answer
-
-    async def cancel(self, ctx: Request, params: types.CancelTaskRequestParams) -> dict[str, Any]:
-        modern = self._era(ctx, "tasks/cancel")
-        record = self._find(ctx, params.task_id)
-        if record.terminal or record.done.is_set():
-            raise MCPError(types.INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status}'.")
-        upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
-        if record.upstream_id is not None and upstream is not None:
-            try:
-                with anyio.fail_after(self.settings.timeout):
-                    await upstream.request_raw("tasks/cancel", {"taskId": record.upstream_id})
-            except PatchbayError as error:
-                cause = error.__cause__
-                if isinstance(cause, MCPError) and cause.code == types.INVALID_PARAMS:  # it ended meanwhile
-                    await self._refresh(record)
-                    raise MCPError(types.INVALID_PARAMS, f"Cannot cancel task: {cause.message}") from None
-                logger.info("tasks/cancel of %s's task failed (%s); cancelled here", record.server, error.message)
-            except TimeoutError:
-                logger.info("tasks/cancel of %s's task had no answer; cancelled here", record.server)
-        record.update("cancelled", "The task was cancelled by request.", self.table.clock())
-        if record.scope is not None:
-            record.scope.cancel()
-        await self._finished(record)
-        return {} if modern else record.values(modern=False)
-
-    async def update(self, ctx: Request, params: UpdateTaskParams) -> dict[str, Any]:
-        """``tasks/update`` (2026-07-28): the proxy puts no input requests in its tasks, so an
-        answer is for no outstanding request and is ignored, as the extension asks."""
-        if not self._era(ctx, "tasks/update"):
-            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/update")
-        self._find(ctx, params.task_id)
-        return {}
 
     # --- what upstreams send --------------------------------------------------------------------
 
@@ -381,12 +314,12 @@ class Tasks:
 
     async def run_and_wait(self, upstream: Upstream, call: ToolCall) -> RawResult:
         """The call as a task on ``upstream`` and its final result (``waiting.run_and_wait``)."""
-        return await run_and_wait(upstream, call, self.routes, self._max_ttl_ms)
+        return await run_and_wait(upstream, call, self.routes, self.max_ttl_ms)
 
     # --- helpers ------------------------------------------------------------------------------------
 
     @property
-    def _max_ttl_ms(self) -> int:
+    def max_ttl_ms(self) -> int:
         return int(self.settings.task_ttl * 1000)
 
     def client_id(self, server: str, upstream_id: str) -> str | None:
@@ -395,7 +328,7 @@ class Tasks:
         records = self.table.by_upstream(server, upstream_id)
         return records[0].id if len(records) == 1 else None
 
-    def _owner(self, ctx: Request) -> str | None:
+    def owner(self, ctx: Request) -> str | None:
         return self._identity_of(ctx) if self._identity_of is not None else None
 
     def _id(self, server: str | None, upstream_id: str | None, owner: str | None, now: float, ttl_ms: int) -> str:
@@ -405,65 +338,6 @@ class Tasks:
         held = [r for r in self.table if r.owner == owner]
         if len(held) >= self.table.max_tasks and all(not r.done.is_set() for r in held):
             raise _too_many(len(held))
-
-    def _era(self, ctx: Request, method: str, *, legacy_only: bool = False) -> bool:
-        """Whether ``ctx`` speaks 2026-07-28 (whose client must have declared the extension)."""
-        modern = ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS
-        if modern and not legacy_only and not _declares_extension(ctx):
-            raise MCPError(
-                MISSING_CAPABILITY,
-                "Missing required client capability",
-                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
-            )
-        return modern
-
-    def _find(self, ctx: Request, task_id: str) -> Record:
-        """The caller's task ``task_id``; another's, an expired or an unknown one is not found alike."""
-        owner = self._owner(ctx)
-        record = self.table.get(task_id, owner)
-        if record is not None:
-            return record
-        ref = opened(self.codec, task_id)
-        if ref is None or ref.owner != owner or (ref.expires is not None and ref.expires <= self.table.clock()):
-            raise MCPError(types.INVALID_PARAMS, "Failed to retrieve task: Task not found")
-        adopted = self._adopt(ctx, task_id, ref)
-        if adopted is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                "Failed to retrieve task: Task not found here. It runs where it was started: another replica of "
-                "this gateway, or this proxy before it restarted.",
-            )
-        return adopted
-
-    def _adopt(self, ctx: Request, task_id: str, ref: TaskRef) -> Record | None:
-        """A task another replica started on a remote upstream (which every replica reaches): followed here."""
-        upstream = self.supervisor.upstreams.get(ref.server) if ref.server is not None else None
-        if upstream is None or ref.upstream_id is None or not isinstance(upstream.spec, RemoteSpec):
-            return None
-        now = self.table.clock()
-        ttl = int((ref.expires - now) * 1000) if ref.expires is not None else self._max_ttl_ms
-        record = Record(task_id, ref.owner, ref.server, ref.upstream_id, now, max(1, ttl))
-        self._hold(ctx, record)
-        assert self._tg is not None
-        self._tg.start_soon(self._collect, record, upstream, "", upstream.name)
-        return record
-
-    async def _refresh(self, record: Record) -> None:
-        """An upstream task's status now (its ``tasks/get``); on failure the last one known stands."""
-        upstream = self.supervisor.upstreams.get(record.server) if record.server is not None else None
-        if upstream is None or record.upstream_id is None:
-            return
-        try:
-            with anyio.fail_after(self.settings.timeout):
-                task = await upstream.request_raw("tasks/get", {"taskId": record.upstream_id})
-        except (PatchbayError, TimeoutError) as error:
-            logger.debug("tasks/get of %s's task failed: %s", record.server, error)
-            return
-        status, message, poll = task.get("status"), task.get("statusMessage"), task.get("pollInterval")
-        if isinstance(poll, int):
-            record.poll_ms = poll
-        if status in ("working", "input_required", "cancelled"):
-            record.update(str(status), message if isinstance(message, str) else None, self.table.clock())
 
     def _forget(self, record: Record) -> None:
         """An expired task: what runs it stops, an upstream's is cancelled there, its result is dropped."""
@@ -514,11 +388,6 @@ class Tasks:
         return progress_sender(token, send)
 
 
-def _declares_extension(ctx: Request) -> bool:
-    caps = ctx.session.client_capabilities
-    return caps is not None and caps.extensions is not None and EXTENSION in caps.extensions
-
-
 def _too_many(held: int) -> MCPError:
     return MCPError(
         types.INTERNAL_ERROR,
@@ -527,4 +396,4 @@ def _too_many(held: int) -> MCPError:
     )
 
 
-__all__ = ["EXTENSION", "Tasks", "UpdateTaskParams", "capabilities", "runs_tasks"]
+__all__ = ["Tasks", "capabilities", "runs_tasks"]
