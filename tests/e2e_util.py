@@ -12,6 +12,8 @@
   conformance suite (node 22), run bounded, and what its checks.json files say.
 - ``proxy_rig``: the proxy in-process (no connector: real processes and sockets) with an SDK
   ``Client`` on it, and a ``LogWaiter`` on its log.
+- ``StderrTee``: a subprocess's stderr copied to a file, with a bounded wait for a line it
+  writes (a server saying it is ready); ``stop``: SIGTERM, then SIGKILL past a bound.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import mcp_types as types
@@ -337,3 +340,65 @@ def bad_checks(checks: list[dict[str, Any]]) -> list[str]:
         for c in checks
         if c.get("status") in ("FAILURE", "WARNING")
     ]
+
+
+# --- a subprocess's stderr, and its stop ------------------------------------------------------
+
+
+class StderrTee:
+    """A process's stderr copied line by line to ``path`` as it comes, with a wait for a line: a
+    server says when it serves and when it is ready, and the test waits on that, not on a clock."""
+
+    def __init__(self, pipe: IO[bytes], path: Path) -> None:
+        self._pipe, self.path = pipe, path
+        self._lines: list[str] = []
+        self.ended = False
+        """The pipe ended: the process exited (or closed its stderr)."""
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        with self._pipe, self.path.open("wb") as out:
+            for line in self._pipe:
+                out.write(line)
+                out.flush()
+                with self._changed:
+                    self._lines.append(line.decode(errors="replace"))
+                    self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def said(self, text: str, within: float) -> bool:
+        """Whether a line containing ``text`` was written within ``within`` seconds (False as soon
+        as the pipe ends without one)."""
+
+        def seen() -> bool:
+            return any(text in line for line in self._lines)
+
+        with self._changed:
+            self._changed.wait_for(lambda: seen() or self.ended, within)
+            return seen()
+
+    def text(self) -> str:
+        """Everything written so far (the file's copy)."""
+        return self.path.read_text(errors="replace")
+
+    def join(self, within: float = 15.0) -> None:
+        self._thread.join(timeout=within)
+
+
+def stop(process: subprocess.Popen[bytes], within: float) -> bool:
+    """SIGTERM, then SIGKILL if it is still there after ``within`` seconds; True when it ended
+    without the SIGKILL (or had already ended)."""
+    if process.poll() is not None:
+        return True
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=within)
+        return False
+    return True

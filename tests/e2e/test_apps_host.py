@@ -20,30 +20,27 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.e2e_util import NODE_MODULES, ROOT
+from tests.e2e.chromium import PLAYWRIGHT_MISSING, skip_without_chromium, static_site
+from tests.e2e_util import NODE_MODULES, ROOT, StderrTee, stop
 from tests.processes import free_port
 
 try:
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Page, expect
     from playwright.sync_api import TimeoutError as PageTimeout
 except ImportError:
-    pytest.skip("playwright missing: run scripts/install", allow_module_level=True)
+    pytest.skip(PLAYWRIGHT_MISSING, allow_module_level=True)
+skip_without_chromium()
 
 pytestmark = [pytest.mark.e2e]
 
@@ -53,16 +50,6 @@ BASIC = PACKAGES / "server-basic-vanillajs" / "dist" / "index.js"
 EVERYTHING = PACKAGES / "server-everything" / "dist" / "index.js"
 ESBUILD = NODE_MODULES / ".bin" / "esbuild"
 HOST_SOURCE = Path(__file__).parent / "apps_host"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PATCHBAY = Path(sys.executable).parent / "mcp-patchbay"
 NODE = shutil.which("node")
 START_WITHIN = 60.0
@@ -73,10 +60,11 @@ STEP_WITHIN_MS = 30_000
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 SEARCH_TOOLS = ["patchbay__find_tools", "patchbay__call_read", "patchbay__call_tool"]
 
+READY = "mcp_patchbay.gateway.app: ready: "
+"""What the gateway logs once ``/readyz`` says 200."""
+
 if NODE is None or not all(path.exists() for path in (MONITOR, BASIC, EVERYTHING, ESBUILD)):
     pytest.skip("node or tests/e2e/node_modules missing: run scripts/install", allow_module_level=True)
-if not CHROMIUM.exists():
-    pytest.skip("no /usr/bin/chromium: apt-get install -y chromium (.ci/run does)", allow_module_level=True)
 
 
 @dataclass
@@ -85,50 +73,6 @@ class Gateway:
     url: str
     log: Path
     """The gateway's stderr."""
-
-
-class _ReadyWatch:
-    """The gateway's stderr copied to a file, with an event set when it says it is ready (or exits)."""
-
-    def __init__(self, process: subprocess.Popen[bytes], path: Path) -> None:
-        assert process.stderr is not None
-        self._pipe, self._path = process.stderr, path
-        self.ready = threading.Event()
-        self.ended = threading.Event()
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        with self._pipe, self._path.open("wb") as out:
-            for line in self._pipe:
-                out.write(line)
-                out.flush()
-                if b"mcp_patchbay.gateway.app: ready: " in line:
-                    self.ready.set()
-        self.ended.set()
-        self.ready.set()
-
-    def join(self) -> None:
-        self._thread.join(timeout=STOP_WITHIN)
-
-
-@contextmanager
-def serving(folder: Path) -> Iterator[str]:
-    """``folder`` served on 127.0.0.1 at a port of its own; yields the origin."""
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=STOP_WITHIN)
 
 
 @pytest.fixture(scope="module")
@@ -145,25 +89,15 @@ def page_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def page_origin(page_folder: Path) -> Iterator[str]:
     """The host page's origin, the one the gateway's ``cors_origins`` names."""
-    with serving(page_folder) as origin:
+    with static_site(page_folder) as origin:
         yield origin
 
 
 @pytest.fixture(scope="module")
 def other_origin(page_folder: Path) -> Iterator[str]:
     """The same page from an origin the gateway does not name."""
-    with serving(page_folder) as origin:
+    with static_site(page_folder) as origin:
         yield origin
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def config_for(mode: str, page_origin: str) -> dict[str, Any]:
@@ -199,26 +133,20 @@ def gateway(
         stderr=subprocess.PIPE,
         cwd=ROOT,
     )
-    log = folder / "gateway.stderr"
-    watch = _ReadyWatch(process, log)
+    assert process.stderr is not None
+    tee = StderrTee(process.stderr, folder / "gateway.stderr")
     try:
-        if not watch.ready.wait(START_WITHIN) or watch.ended.is_set():
-            pytest.fail(f"the gateway was not ready within {START_WITHIN:.0f}s\n{log.read_text()[-4000:]}")
-        yield Gateway(mode, f"http://127.0.0.1:{port}/mcp", log)
+        if not tee.said(READY, START_WITHIN):
+            pytest.fail(f"the gateway was not ready within {START_WITHIN:.0f}s\n{tee.text()[-4000:]}")
+        yield Gateway(mode, f"http://127.0.0.1:{port}/mcp", tee.path)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_WITHIN)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=STOP_WITHIN)
-        watch.join()
+        stop(process, STOP_WITHIN)
+        tee.join(STOP_WITHIN)
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
+def page(chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context()
     try:
         yield context.new_page()
     finally:

@@ -34,16 +34,14 @@ import json
 import os
 import secrets
 import select
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
@@ -58,7 +56,17 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
 from tests.e2e.oauth_world.world import AUTHORIZATION_SERVER, NODE, Announced, browser, browser_urls, missing
 from tests.e2e.test_oauth_real import MemoryStorage, assert_no_secret, loopback_callback, patchbay, serving
-from tests.e2e_util import ROOT, alive, descendants_of, error_info, fault_entry, result_text, start_time
+from tests.e2e_util import (
+    ROOT,
+    StderrTee,
+    alive,
+    descendants_of,
+    error_info,
+    fault_entry,
+    result_text,
+    start_time,
+    stop,
+)
 from tests.jwt_util import private_key
 from tests.processes import free_port
 
@@ -230,42 +238,6 @@ class Gateway:
         return self.stderr.read_text(errors="replace")
 
 
-class _StderrTee:
-    """A process's stderr copied line by line to a file, with a wait for a line: the gateway
-    says when it serves and when it is ready, and the test waits on that, not on a clock."""
-
-    def __init__(self, pipe: IO[bytes], path: Path) -> None:
-        self._pipe, self._path = pipe, path
-        self._lines: list[str] = []
-        self._ended = False
-        self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        with self._pipe, self._path.open("wb") as out:
-            for line in self._pipe:
-                out.write(line)
-                out.flush()
-                with self._changed:
-                    self._lines.append(line.decode(errors="replace"))
-                    self._changed.notify_all()
-        with self._changed:
-            self._ended = True
-            self._changed.notify_all()
-
-    def said(self, text: str, within: float) -> bool:
-        def seen() -> bool:
-            return any(text in line for line in self._lines)
-
-        with self._changed:
-            self._changed.wait_for(lambda: seen() or self._ended, within)
-            return seen()
-
-    def join(self) -> None:
-        self._thread.join(timeout=STOP_WITHIN)
-
-
 def _wait_until_said(gateway: Gateway, text: str, what: str) -> None:
     """Wait for the gateway to say ``text``; fail after START_WITHIN seconds or when it exits."""
     if not gateway.said(text, START_WITHIN):
@@ -327,7 +299,7 @@ def running_gateway(tmp: Path, issuer: str, *, access: list[dict[str, Any]] | No
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT
     )
     assert process.stderr is not None
-    tee = _StderrTee(process.stderr, stderr)
+    tee = StderrTee(process.stderr, stderr)
     gateway = Gateway(url, base, process, stderr, tee.said)
     try:
         _wait_until_said(gateway, f"mcp-patchbay: serving MCP at {url}", "the announcement")
@@ -337,15 +309,9 @@ def running_gateway(tmp: Path, issuer: str, *, access: list[dict[str, Any]] | No
         assert len(upstreams) >= 2, upstreams  # mcp-server-time and the fault_server
         yield gateway
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_WITHIN)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=STOP_WITHIN)
-                pytest.fail(f"the gateway did not stop within {STOP_WITHIN:.0f}s of SIGTERM")
-    tee.join()
+        if not stop(process, STOP_WITHIN):
+            pytest.fail(f"the gateway did not stop within {STOP_WITHIN:.0f}s of SIGTERM")
+    tee.join(STOP_WITHIN)
     assert process.returncode == 0, gateway.log()[-4000:]
     left = _wait_exited(upstreams, STOP_WITHIN)
     assert not left, f"upstream processes {left} outlived the gateway"

@@ -14,40 +14,26 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from tests.e2e.chromium import PLAYWRIGHT_MISSING, launch_options, skip_without_chromium, static_site
 from tests.e2e.ui_world import WITHIN, UiProcess, World
 
 try:
     from playwright.async_api import Page, async_playwright, expect
 except ImportError:
-    pytest.skip("playwright missing: run scripts/install", allow_module_level=True)
+    pytest.skip(PLAYWRIGHT_MISSING, allow_module_level=True)
+skip_without_chromium()
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STEP_MS = 20_000
-
-if not CHROMIUM.exists():
-    pytest.skip("no /usr/bin/chromium: apt-get install -y chromium (.ci/run does)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +49,8 @@ def another_site(folder: Path, target: str) -> Iterator[str]:
         '<input type="hidden" name="on" value="0"><button>Win a prize</button></form>',
         encoding="utf-8",
     )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with static_site(folder) as origin:
+        yield f"{origin}/index.html"
 
 
 async def until_presence(world: World) -> None:
@@ -110,7 +89,7 @@ async def test_a_person_at_the_page(tmp_path: Path) -> None:
             ui = UiProcess(world)
             try:
                 async with async_playwright() as playwright:
-                    browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                    browser = await playwright.chromium.launch(**launch_options())
                     try:
                         await _refused(browser, ui, tmp_path, world)
                         context = await browser.new_context(viewport={"width": 1366, "height": 900})

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import anyio
 
-from tests.e2e.test_ui_e2e import CHROMIUM, CHROMIUM_ARGS, reload_until, until_presence
+from tests.e2e.chromium import launch_options
+from tests.e2e.test_ui_e2e import reload_until, until_presence
 from tests.e2e.ui_world import ROOT, UiProcess, World
 
 DOCS = ROOT / "docs"
@@ -33,7 +34,7 @@ async def main(out: Path = DOCS) -> None:
             ui = UiProcess(world)
             try:
                 async with async_playwright() as playwright:
-                    browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                    browser = await playwright.chromium.launch(**launch_options())
                     page = await browser.new_page(viewport={"width": 1366, "height": 860})
                     await page.goto(ui.url)
                     await reload_until(page, "cursor 1.7.0")
