@@ -5,7 +5,7 @@ gets nothing there, a caller without credentials 401 (``WWW-Authenticate: Bearer
 who is no admin 403. The caller is the bearer token's identity, checked on every request as
 ``/mcp`` checks it (the gateway's own middleware), so a browser reaches it through what adds the
 header (a sign-in proxy in front, or a header extension): no cookie is set here. Host and Origin
-are the gateway's own (``gateway.app.security_settings``), and every POST carries a form token
+are the gateway's own (``gateway.host_checks.security_settings``), and every POST carries a form token
 bound to the identity. What it shows is this replica's: its proxy, its sessions, its data
 folder's activity log; it signs in to nothing (the loopback redirect would land on the replica).
 """
@@ -39,7 +39,7 @@ def ui_routes(gateway: Gateway) -> list[BaseRoute]:
     """``/ui`` for the gateway's admins; none when no rule names one."""
     if not has_admins(gateway):
         return []
-    from mcp_patchbay.gateway.app import security_settings
+    from mcp_patchbay.gateway.host_checks import security_settings
 
     security = security_settings(gateway.settings, gateway.host, gateway.port)
     checked = security.enable_dns_rebinding_protection
