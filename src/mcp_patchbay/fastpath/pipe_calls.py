@@ -48,13 +48,17 @@ class Pending:
     __slots__ = ("future", "id", "on_progress", "params")
 
     def __init__(
-        self, request_id: str, params: dict[str, Any], future: asyncio.Future[dict[str, Any]], on_progress: Any
+        self,
+        request_id: str,
+        params: dict[str, Any],
+        future: asyncio.Future[dict[str, Any]],
+        on_progress: ProgressFn | None,
     ) -> None:
         self.id = request_id
         self.params = params
         """The request's params as sent: with the progress token when it asked for progress."""
         self.future = future
-        self.on_progress: ProgressFn | None = on_progress
+        self.on_progress = on_progress
 
 
 class RawCalls:
@@ -91,7 +95,7 @@ class RawCalls:
             self.tell_cancelled(call)
             raise
         finally:
-            del self._pending[call.id]
+            self.end(call)
 
     def begin(self, params: dict[str, Any], on_progress: ProgressFn | None) -> Pending:
         """A new request, pending until ``end``: its id (``pb-<n>``), and its params with the id as
