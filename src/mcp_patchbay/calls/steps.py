@@ -68,6 +68,7 @@ class CallState:
     long: bool
     """The call runs as a task: within ``task_timeout`` rather than the tool's timeout."""
     started: float
+    """When the call arrived (``time.monotonic``)."""
     view: View
     """What the caller may see."""
     target: CatalogTool | None
@@ -80,6 +81,7 @@ class CallState:
 
 
 Step = Callable[[CallState], Awaitable[RawResult]]
+"""A step of the path, or the rest of the path below a step: each step is built around the next."""
 
 CallObserver = Callable[[str | None, str | None, str, float], None]
 """(server, upstream tool, outcome, seconds): ``ok``, ``tool_error`` (the tool's own
