@@ -1,6 +1,8 @@
 """The upstream servers.
 
-- ``upstream``: one server: its connection's life, restarts, the call.
+- ``upstream``: one server as callers see it: what they ask, the calls sent to it;
+  ``lifecycle``: its base: its state, its connection's life, restarts, parking, stop;
+  ``notices``: what a server sends unasked (list changes, its tasks' notices).
 - ``supervisor``: all of them: start, the startup wait, catalog rebuilds, reload.
 - ``on_demand``: when a server runs (with the proxy, or when first needed; stopped when idle).
 - ``listing``: reading what a server offers; ``listing_cache``: lazy servers' last listings.

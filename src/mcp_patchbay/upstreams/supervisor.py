@@ -61,10 +61,11 @@ from mcp_patchbay.trust.serving import Listed, ServingTrust
 from mcp_patchbay.trust.store import PinStore
 from mcp_patchbay.upstreams.availability import PARKED, State, sign_in_tool
 from mcp_patchbay.upstreams.listing_cache import ListingCache, launch_key
+from mcp_patchbay.upstreams.notices import TaskNotices
 from mcp_patchbay.upstreams.on_demand import is_lazy
 from mcp_patchbay.upstreams.spawn import Prespawned
 from mcp_patchbay.upstreams.transports import Connector
-from mcp_patchbay.upstreams.upstream import TaskNotices, Upstream
+from mcp_patchbay.upstreams.upstream import Upstream
 
 logger = logging.getLogger(__name__)
 
