@@ -16,6 +16,8 @@ was approved, a new one under ``new_tools: "hold"``, one the scan flagged) is li
 servers, each as a diff of the approved definition against the new one, with the scan's
 sentences and the command that approves it (``held`` in ``--json``); anything held makes the exit
 status 1, as a server not ready does: the proxy does not serve all the config asks for.
+What it serves although the scan flagged it (``patchbay.scan: "warn"``) is listed after that, each
+with the scan's sentences (``flagged`` in ``--json``); it does not change the exit status.
 
 The PROBLEM column is for the person who runs it (``upstreams.diagnosis``: which command
 was not found and where it was looked for, which URL refused); ``--json`` gives both that
@@ -31,7 +33,7 @@ from mcp_patchbay.cli.options import ASSUMED_REGISTERED_AS
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.trust.decide import Held
+    from mcp_patchbay.trust.decide import Flagged, Held
     from mcp_patchbay.upstreams.transports import Connector
     from mcp_patchbay.upstreams.upstream import State
 
@@ -70,6 +72,7 @@ async def run_check(  # noqa: PLR0915
     states: dict[str, State] = {}
     """Each server's state when the report was taken (the rows spell it as the status does)."""
     held: list[dict[str, Any]] = []
+    flagged: list[dict[str, Any]] = []
     async with anyio.create_task_group() as tg:
         await tg.start(supervisor.run)
         with anyio.move_on_after(config.settings.connect_timeout + 5):
@@ -92,6 +95,7 @@ async def run_check(  # noqa: PLR0915
             rows.append(status)
         await supervisor.listing_cache.flush()  # the lazy servers' listings, for the next start
         held.extend(held_json(name, item) for name, items in supervisor.trust.holding().items() for item in items)
+        flagged.extend(flagged_json(name, item) for name, items in supervisor.trust.flagged().items() for item in items)
         tg.cancel_scope.cancel()
     failed = [name for name, state in states.items() if state not in (State.READY, State.DISABLED)]
     assumed = registered_as is None
@@ -110,6 +114,7 @@ async def run_check(  # noqa: PLR0915
                 {"server": r.server, "key": r.key, "problem": r.sentence} for r in supervisor.catalog.remarks
             ],
             "held": held,
+            "flagged": flagged,
         }
         print(json.dumps(document, indent=2))
     else:
@@ -142,6 +147,7 @@ async def run_check(  # noqa: PLR0915
         _print_skipped_overrides(supervisor.catalog.remarks, config)
         _print_name_warnings(too_long, registered_as, assumed, config)
         _print_held(held, config)
+        _print_flagged(flagged)
     return 1 if failed or held else 0
 
 
@@ -167,6 +173,30 @@ def held_json(server: str, held: Held) -> dict[str, Any]:
         "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in held.findings],
         "approve": approve_command(server, held.kind, held.name, held.fingerprint),
     }
+
+
+def flagged_json(server: str, flagged: Flagged) -> dict[str, Any]:
+    """One definition served although the scan flagged it, as ``check`` reports it: the scan's sentences."""
+    return {
+        "server": server,
+        "kind": flagged.kind,
+        "name": flagged.name,
+        "fingerprint": flagged.fingerprint,
+        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in flagged.findings],
+    }
+
+
+def _print_flagged(flagged: list[dict[str, Any]]) -> None:
+    """What is served although the scan flagged it: each with the scan's sentences."""
+    if not flagged:
+        return
+    from mcp_patchbay.trust.commands import printable
+
+    print(f'\nflagged by the scan, served (patchbay.scan is "warn"; {len(flagged)}): read what it tells the model')
+    for item in flagged:
+        print(f"  {printable(item['server'])}: {item['kind']} '{printable(item['name'])}'")
+        for finding in item["findings"]:
+            print(f"    - {printable(finding['sentence'], 400)}")
 
 
 def _print_held(held: list[dict[str, Any]], config: Config) -> None:

@@ -2,7 +2,9 @@
 
     mcp-patchbay trust [--list] [SERVER]        what is held (every server of the config, or one),
                                                 each with a diff against what was approved and the
-                                                scan's findings, and the command that approves it
+                                                scan's findings, and the command that approves it;
+                                                then what is served although the scan flagged it
+                                                (patchbay.scan: "warn"), with the findings
     mcp-patchbay trust SERVER                   approve everything held on SERVER
     mcp-patchbay trust SERVER --tool NAME --fingerprint FP
                                                 approve one tool (--prompt NAME: one prompt), only
@@ -31,7 +33,7 @@ from mcp_patchbay.cli.terminal import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, 
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.trust.decide import Pending, ServerPins
+    from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
     from mcp_patchbay.trust.store import PinStore
 __all__ = ["main", "run"]
 
@@ -145,8 +147,25 @@ def _item_json(server: str, kind: str, name: str, pending: Pending, approved: di
     }
 
 
+def _served_json(server: str, kind: str, name: str, pin: Pin) -> dict[str, Any]:
+    """A definition pinned and served although the scan flagged it (``patchbay.scan: "warn"``)."""
+    return {
+        "server": server,
+        "kind": kind,
+        "name": name,
+        "reason": "flagged",
+        "held": False,
+        "first_seen": pin.approved_at,
+        "diff": "",
+        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in pin.findings],
+        "fingerprint": pin.fingerprint,
+        "approve": "",
+    }
+
+
 def _list(config: Config, store: PinStore, server: str | None, *, as_json: bool) -> int:
     items: list[dict[str, Any]] = []
+    served: list[dict[str, Any]] = []
     for name, _key, record in _records(config, store, server):
         if record is None:
             continue
@@ -154,6 +173,10 @@ def _list(config: Config, store: PinStore, server: str | None, *, as_json: bool)
             for item_name, pending in sorted(record.pending[kind].items()):
                 pin = record.approved[kind].get(item_name)
                 items.append(_item_json(name, kind, item_name, pending, pin.definition if pin else None))
+            for item_name, pin in sorted(record.approved[kind].items()):
+                if pin.findings and item_name not in record.pending[kind]:
+                    served.append(_served_json(name, kind, item_name, pin))
+    items.extend(served)
     held = [item for item in items if item["held"]]
     if as_json:
         print(json.dumps({"config": str(config.path), "pins": str(store.path), "items": items}, indent=2))
@@ -183,6 +206,8 @@ def _print_item(item: dict[str, Any]) -> None:
 
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["first_seen"]))
     state = "held" if item["held"] else "served with a warning"
+    if not item["held"] and item["reason"] == "flagged":
+        state = 'served although flagged (patchbay.scan is "warn")'
     name = printable(item["name"])
     print(f"{item['server']}: {item['kind']} '{name}' is {state}: {_WHY[item['reason']]} (seen {when})")
     if item["diff"]:

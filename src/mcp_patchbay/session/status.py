@@ -2,7 +2,8 @@
 
 Per server and per tool: calls, errors counted by code, the last error and a short
 list of recent ones, and restarts; per server, how many tools and prompts the proxy holds back
-until the user approves them (``held_tools``, ``held_prompts``: ``trust``). Served to the client as the ``patchbay://status``
+until the user approves them (``held_tools``, ``held_prompts``: ``trust``), and what it serves although the scan
+flagged it (``flagged``: ``patchbay.scan: "warn"``, each with the scan's sentences). Served to the client as the ``patchbay://status``
 resource (and the optional status tool), printed by ``mcp-patchbay check``.
 
 Each error remembers who made the call (``caller``: the gateway's member, None on stdio).
@@ -92,6 +93,11 @@ class StatusRegistry:
     """Per member, its own unresolved names by code (at most ``CALLERS`` members)."""
     held: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: dict[str, list[tuple[str, str]]]())
     """Per server, what the proxy holds back until the user approves it (``trust``): (kind, name)."""
+    flagged: dict[str, list[tuple[str, str, tuple[str, ...]]]] = field(
+        default_factory=lambda: dict[str, list[tuple[str, str, tuple[str, ...]]]]()
+    )
+    """Per server, what it serves although the scan flagged it (``patchbay.scan: "warn"``): (kind,
+    name, the findings' sentences: what was found and where)."""
 
     def record_call(self, server: str, tool: str) -> None:
         self._server(server).calls += 1
@@ -162,6 +168,11 @@ class StatusRegistry:
                     1 for k, t in held if k == "tool" and (viewer is None or viewer.access.permits(name, t))
                 ),
                 "held_prompts": sum(1 for k, _ in held if k == "prompt"),
+                "flagged": [
+                    {"kind": k, "name": n, "findings": list(found)}
+                    for k, n, found in self.flagged.get(name, ())
+                    if k != "tool" or viewer is None or viewer.access.permits(name, n)
+                ],
                 "tool_stats": tools,
             }
         if viewer is None:

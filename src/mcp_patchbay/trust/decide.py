@@ -3,6 +3,7 @@
     decision = decide(record, tools, prompts, policy=Policy(...), now=time.time(), scan=...)
     decision.tools, decision.prompts     # what to serve (never a stored definition: the listing's own)
     decision.held                        # what is held back, each with why (changed, new, flagged)
+    decision.flagged                     # what is served although the scan flagged it (scan: "warn")
     decision.record                      # the server's pins after this listing (store it when it differs)
     decision.events                      # what happened that a person should read once in the log
 
@@ -22,6 +23,12 @@ The rules, per tool (prompts alike), ``patchbay.pin`` / ``new_tools`` / ``scan``
 A held definition is kept as pending with its findings and when it was first seen (kept while
 the server lists the same one), so ``mcp-patchbay trust`` can show the diff and approve exactly
 what was held: approving a fingerprint the server no longer lists approves nothing it serves.
+
+A definition served although the scan flagged it (``scan: "warn"``) keeps its findings beside its
+pin (``Pin.findings``; under ``pin: "off"``, beside its unheld pending record), in the pins file:
+``check``, ``trust --list``, the status and the page show them (``Decision.flagged``) for as long
+as that definition is served, across restarts, without scanning it again. A person's approval
+(``approve``) keeps no findings: the person read them.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from mcp_patchbay.trust.scan import Finding
 __all__ = [
     "Decision",
     "Event",
+    "Flagged",
     "Held",
     "Pending",
     "Pin",
@@ -48,6 +56,7 @@ __all__ = [
     "ServerPins",
     "approve",
     "decide",
+    "flagging",
 ]
 
 Reason = Literal["changed", "new", "flagged"]
@@ -79,9 +88,15 @@ class Pin:
     approved_at: float
     how: str
     """``first-sight``, ``new`` (allowed by ``new_tools``), ``warned`` (``pin: "warn"``), ``trusted``."""
+    findings: tuple[Finding, ...] = ()
+    """What the scan found that would have held it, when it was pinned served (``scan: "warn"``)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"definition": self.definition, "fingerprint": self.fingerprint, "at": self.approved_at, "how": self.how}
+        values: dict[str, Any] = {"definition": self.definition, "fingerprint": self.fingerprint}
+        values |= {"at": self.approved_at, "how": self.how}
+        if self.findings:
+            values["findings"] = [finding.as_json() for finding in self.findings]
+        return values
 
     @classmethod
     def from_json(cls, values: Mapping[str, Any]) -> Pin:
@@ -90,6 +105,7 @@ class Pin:
             str(values["fingerprint"]),
             float(values.get("at", 0)),
             str(values.get("how", "")),
+            tuple(Finding.from_json(f) for f in cast("list[dict[str, Any]]", values.get("findings") or [])),
         )
 
 
@@ -211,6 +227,25 @@ class Held:
 
 
 @dataclass(frozen=True, slots=True)
+class Flagged:
+    """A definition served although the scan flagged it (``patchbay.scan: "warn"``): what the
+    scan found, for ``check``, ``trust --list``, the status and the page."""
+
+    kind: Kind
+    name: str
+    findings: tuple[Finding, ...]
+    fingerprint: str
+    since: float
+    """When it was first served with these findings."""
+
+
+def flagging(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """``findings`` worth keeping beside a served definition: all of them when one would hold it
+    (the notes with them), else none (a note alone, a long description, flags nothing)."""
+    return tuple(findings) if any(f.holds for f in findings) else ()
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """Something a person should read once in the log (logged by the caller, not here)."""
 
@@ -228,6 +263,8 @@ class Decision:
     events: tuple[Event, ...]
     record: ServerPins | None
     """The server's pins after this listing; ``None`` while nothing is pinned or pending."""
+    flagged: tuple[Flagged, ...] = ()
+    """What is served although the scan flagged it, with its findings."""
 
 
 # Long on purpose: what to serve of a listing: each case of pin, change and scan in one table-like flow.
@@ -254,6 +291,7 @@ def decide(  # noqa: PLR0912, PLR0915
     held: list[Held] = []
     events: list[Event] = []
     served: dict[Kind, list[Any]] = {"tool": [], "prompt": []}
+    shown: list[Flagged] = []
     listed: list[tuple[Kind, types.Tool | types.Prompt]] = [("tool", t) for t in tools]
     listed.extend(("prompt", p) for p in prompts)
     for kind, item in listed:
@@ -263,6 +301,8 @@ def decide(  # noqa: PLR0912, PLR0915
         pin = approved[kind].get(name)
         if pin is not None and pin.fingerprint == stamp:
             served[kind].append(item)
+            if pin.findings:
+                shown.append(Flagged(kind, name, pin.findings, stamp, pin.approved_at))
             continue
         findings = tuple(scan(definition, kind)) if scan is not None and policy.scan != "off" else ()
         flagged = policy.scan == "hold" and any(f.holds for f in findings)
@@ -286,6 +326,9 @@ def decide(  # noqa: PLR0912, PLR0915
                 events.append(Event("warning", kind, name, _held_text(kind, name, reason, findings)))
             continue
         served[kind].append(item)
+        kept = flagging(findings)
+        if kept:
+            shown.append(Flagged(kind, name, kept, stamp, first_seen if policy.pin == "off" else now))
         if policy.pin == "off":
             if findings:  # recorded, so that it is logged once, and shown by trust --list
                 pending[kind][name] = Pending(definition, stamp, first_seen, reason, findings, held=False)
@@ -293,7 +336,7 @@ def decide(  # noqa: PLR0912, PLR0915
                     events.append(Event("warning", kind, name, _served_text(kind, name, reason, findings)))
             continue
         how = "first-sight" if first_sight else ("new" if pin is None else "warned")
-        approved[kind][name] = Pin(definition, stamp, now, how)
+        approved[kind][name] = Pin(definition, stamp, now, how, kept)
         if pin is not None or findings:
             # a note that holds nothing (a long description) is not a warning at a healthy start
             level = "warning" if pin is not None or any(f.holds for f in findings) else "info"
@@ -306,7 +349,8 @@ def decide(  # noqa: PLR0912, PLR0915
     if first_sight and any(approved[k] for k in ("tool", "prompt")):
         count = sum(len(approved[k]) for k in ("tool", "prompt"))
         events.insert(0, Event("info", "tool", "", f"pinned {count} definitions on first sight"))
-    return Decision(tuple(served["tool"]), tuple(served["prompt"]), tuple(held), tuple(events), result_record)
+    decision = Decision(tuple(served["tool"]), tuple(served["prompt"]), tuple(held), tuple(events), result_record)
+    return replace(decision, flagged=tuple(shown)) if shown else decision
 
 
 def approve(

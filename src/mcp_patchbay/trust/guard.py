@@ -7,6 +7,7 @@
     guard.held_call(server, tool)   # a PatchbayError (TOOL_CHANGED) for a held one, else None
     guard.find_held(called, "__")   # a name the catalog does not know, that a held tool would have had
     if guard.changed(): rebuild    # poll (a stat): ``trust`` in another process approved; list_changed follows
+    guard.flagged()                # what is served although the scan flagged it (scan: "warn"), per server
 
 The serving path splits ``review`` in three (``serving``), so that no scan, no wait for the
 lock and no read or write of the file happens on the event loop:
@@ -43,7 +44,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_patchbay.errors.tree import PatchbayError, tool_changed
-from mcp_patchbay.trust.decide import Decision, Held, Policy, Scan, ServerPins, decide
+from mcp_patchbay.trust.decide import Decision, Flagged, Held, Policy, Scan, ServerPins, decide
 from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of, fingerprint
 from mcp_patchbay.trust.scan import Finding, ScanContext, Scanner
 from mcp_patchbay.trust.store import Change, PinsFull, PinStore, PinsUnreadable, entry_key
@@ -160,6 +161,7 @@ class Guard:
         self._clock = clock
         self._reviewed: dict[str, _Reviewed] = {}
         self._held: dict[str, dict[tuple[Kind, str], Held]] = {}
+        self._flagged: dict[str, tuple[Flagged, ...]] = {}
         self._told_unusable = False
         self._polled: Any = self.store.version()
         self._definitions: dict[str, tuple[Sequence[types.Tool], Sequence[types.Prompt], list[Definition]]] = {}
@@ -315,6 +317,7 @@ class Guard:
             log("server '%s': %s", server, event.text)
         self._reviewed[server] = _Reviewed(listing, verdict)
         self._held[server] = {(held.kind, held.name): held for held in decision.held}
+        self._flagged[server] = decision.flagged
 
     def _decided(self, server: str, listing: Listing, record: ServerPins | None, scan: Scan) -> Decision:
         decision = decide(
@@ -380,6 +383,7 @@ class Guard:
         """A server stopped or removed: nothing of it is held any more (its pins stay on disk)."""
         self._reviewed.pop(server, None)
         self._held.pop(server, None)
+        self._flagged.pop(server, None)
 
     def reviewed(self) -> set[str]:
         """The servers this guard remembers a review of."""
@@ -420,6 +424,11 @@ class Guard:
     def holding(self) -> dict[str, list[Held]]:
         """What each server holds now (servers holding nothing left out)."""
         return {server: list(held.values()) for server, held in self._held.items() if held}
+
+    def flagged(self) -> dict[str, list[Flagged]]:
+        """What each server serves although the scan flagged it (``scan: "warn"``), with the
+        findings (servers serving none left out)."""
+        return {server: list(items) for server, items in self._flagged.items() if items}
 
 
 class _Scans:

@@ -43,7 +43,7 @@ from mcp_patchbay.catalog.resolution import NameEntry, Resolver
 from mcp_patchbay.catalog.restriction import Permits
 from mcp_patchbay.config import ToolFilter
 from mcp_patchbay.errors.tree import PatchbayError
-from mcp_patchbay.trust.decide import Held
+from mcp_patchbay.trust.decide import Flagged, Held
 from mcp_patchbay.trust.fingerprint import Kind
 from mcp_patchbay.trust.guard import Guard, Listing, Verdict
 from mcp_patchbay.trust.scan import ScanContext
@@ -175,6 +175,17 @@ class ServingTrust:
     def holding(self) -> dict[str, list[Held]]:
         """What each server holds now (servers holding nothing left out)."""
         return self.guard.holding()
+
+    def flagged(self) -> dict[str, list[Flagged]]:
+        """What each server serves although the scan flagged it (``scan: "warn"``), with its findings."""
+        return self.guard.flagged()
+
+    def flagged_sentences(self) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
+        """``flagged`` as the status keeps it: per server, (kind, name, each finding's sentence)."""
+        return {
+            server: [(item.kind, item.name, tuple(f.sentence() for f in item.findings)) for item in items]
+            for server, items in self.guard.flagged().items()
+        }
 
     def held_error(
         self,

@@ -7,6 +7,9 @@ approved definition (``trust.diff``), the scan's sentences and its full fingerpr
 person read (``trust.decide.approve`` under the store's lock); a server that changed it again
 since leaves it held, and says so. The serving proxies see the file change within their
 ``patchbay.trust_poll`` and list what was approved.
+
+``flagged_items``: what the proxies serve although the scan flagged it (``patchbay.scan:
+"warn"``), from the same file: each definition's findings, one sentence each saying what and where.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from mcp_patchbay.trust.fingerprint import Kind
     from mcp_patchbay.trust.store import PinStore
-__all__ = ["Approval", "HeldItem", "approve_exactly", "held_items"]
+__all__ = ["Approval", "FlaggedItem", "HeldItem", "approve_exactly", "flagged_items", "held_items"]
 
 WHY = {
     "changed": "its definition changed since it was approved",
@@ -40,6 +44,17 @@ class HeldItem:
     findings: tuple[str, ...]
     fingerprint: str
     command: str
+
+
+@dataclass(frozen=True)
+class FlaggedItem:
+    config: Path
+    server: str
+    kind: str
+    name: str
+    since: float
+    findings: tuple[str, ...]
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,35 @@ def held_items(configs: Iterable[tuple[Path, Iterable[str]]], store: PinStore | 
                         command=approve_command(server, kind, name, pending.fingerprint),
                     )
                 )
+    return items
+
+
+def flagged_items(configs: Iterable[tuple[Path, Iterable[str]]], store: PinStore | None = None) -> list[FlaggedItem]:
+    """What is served although the scan flagged it, for the servers of each ``(config path,
+    server names)``: pinned with findings (``pin`` on), or recorded unheld (``pin: "off"``).
+    Raises ``trust.store.PinsUnreadable`` when the pins file is not pins."""
+    from mcp_patchbay.trust.decide import flagging
+    from mcp_patchbay.trust.store import PinStore, entry_key
+
+    pins = (store or PinStore()).load()
+    items: list[FlaggedItem] = []
+    for path, servers in configs:
+        for server in servers:
+            record = pins.get(entry_key(path, server))
+            if record is None:
+                continue
+            kinds: tuple[Kind, ...] = ("tool", "prompt")
+            for kind in kinds:
+                found: dict[str, tuple[float, tuple[str, ...], str]] = {}
+                for name, pin in record.approved[kind].items():
+                    if pin.findings and name not in record.pending[kind]:
+                        found[name] = (pin.approved_at, tuple(f.sentence() for f in pin.findings), pin.fingerprint)
+                for name, pending in record.pending[kind].items():
+                    if not pending.held and flagging(pending.findings):
+                        sentences = tuple(f.sentence() for f in pending.findings)
+                        found[name] = (pending.first_seen, sentences, pending.fingerprint)
+                for name, (since, sentences, stamp) in sorted(found.items()):
+                    items.append(FlaggedItem(path, server, kind, name, since, sentences, stamp))
     return items
 
 

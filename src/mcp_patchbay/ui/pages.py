@@ -26,13 +26,15 @@ LOG_ROWS = 100
 OVERVIEW_LOG_ROWS = 8
 
 
-def _held(ui: Ui, configs: dict[str, Path]) -> tuple[list[Any], str | None]:
+def _held(ui: Ui, configs: dict[str, Path], *, served: bool = False) -> tuple[list[Any], str | None]:
+    """What is held (``served``: what is served although the scan flagged it), and why the pins
+    file could not be read (else None)."""
     from mcp_patchbay.trust.store import PinsUnreadable
-    from mcp_patchbay.ui.held import held_items
+    from mcp_patchbay.ui.held import flagged_items, held_items
 
     wanted = [(path, [name for name, _ in config_servers(path)]) for path in configs.values()]
     try:
-        return held_items(wanted), None
+        return (flagged_items(wanted) if served else held_items(wanted)), None
     except PinsUnreadable as exc:
         return [], str(exc)
     except OSError as exc:
@@ -95,7 +97,22 @@ async def held(ui: Ui, request: Request) -> Response:
         }
         for item in items
     ]
-    return ui.render(request, "held.html", page="held", title="Held for approval", items=shown, problem=problem)
+    served, _ = _held(ui, configs, served=True) if problem is None else ([], None)
+    flagged = [
+        {
+            "config": str(item.config),
+            "server": item.server,
+            "kind": item.kind,
+            "name": item.name,
+            "since": time.strftime("%Y-%m-%d %H:%M", time.localtime(item.since)),
+            "findings": item.findings,
+            "short": item.fingerprint[:8],
+        }
+        for item in served
+    ]
+    return ui.render(
+        request, "held.html", page="held", title="Held for approval", items=shown, flagged=flagged, problem=problem
+    )
 
 
 def _diff_line(line: str) -> dict[str, str]:
