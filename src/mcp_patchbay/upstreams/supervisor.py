@@ -279,6 +279,7 @@ class Supervisor:
             self._review_waiting()
         holding = self.trust.holding()
         self.status.held = {server: [(h.kind, h.name) for h in held] for server, held in holding.items()}
+        self.status.flagged = self.trust.flagged_sentences()
         if self.on_activity is not None and holding:
             self.on_activity(("held", time.monotonic(), holding))
         sources: list[Source] = []
