@@ -356,7 +356,10 @@ def unavailable_notes(query: str, upstreams: Iterable[Upstream]) -> list[ServerN
 
     notes: list[ServerNote] = []
     for upstream in upstreams:
-        described = _NOTE_STATES.get(upstream.state)
+        state = upstream.state
+        if state in (State.STARTING, State.RESTARTING) and upstream.first_ready_after is None and upstream.error:
+            state = State.FAILED  # never served: its retry in the background is no promise (as availability says)
+        described = _NOTE_STATES.get(state)
         if described is None:
             continue
         known = [upstream.name, *(f"{t.name} {t.description or ''}" for t in upstream.listing.tools)]
