@@ -31,11 +31,16 @@ _SCHEMA_KEYWORDS = frozenset({"$schema", "$ref", "$id", "$anchor", "type", "form
 class Unit:
     where: str
     text: str
-    scope: Literal["name", "name-parameter", "text", "parameter"]
-    """``name-parameter``: a parameter's name, read by the ``parameter`` patterns only."""
+    scope: Literal["name", "name-parameter", "text", "parameter", "switched"]
+    """``name-parameter``: a parameter's name, read by the ``parameter`` patterns only;
+    ``switched``: a sentence in another language than the tool's own (``languages.switched``)."""
 
 
-SCOPES: dict[str, tuple[str, ...]] = {"text": ("text", "parameter"), "parameter": ("parameter", "name-parameter")}
+SCOPES: dict[str, tuple[str, ...]] = {
+    "text": ("text", "parameter"),
+    "parameter": ("parameter", "name-parameter"),
+    "switched": ("switched",),
+}
 
 
 def units(definition: Definition, kind: Kind) -> Iterator[Unit]:

@@ -21,7 +21,7 @@ from mcp_patchbay.trust.gates import FLAGS, branches, required
 
 __all__ = ["Expression", "Pattern", "Rules", "Scope", "Window"]
 
-Scope = Literal["text", "parameter"]
+Scope = Literal["text", "parameter", "switched"]
 Window = Literal["sentence", "match"]
 _WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
 
@@ -132,8 +132,8 @@ def _pattern(raw: Mapping[str, Any], signals: Mapping[str, Expression], spelled:
 
 def _scope(raw: Mapping[str, Any]) -> Scope:
     scope = raw.get("scope", "text")
-    if scope not in ("text", "parameter"):
-        raise ValueError(f"{raw.get('id')!r}: scope must be 'text' or 'parameter'")
+    if scope not in ("text", "parameter", "switched"):
+        raise ValueError(f"{raw.get('id')!r}: scope must be 'text', 'parameter' or 'switched'")
     return scope
 
 

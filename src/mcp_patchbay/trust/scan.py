@@ -40,6 +40,7 @@ from mcp_patchbay.trust.code_rules import MAX_TOKEN_CHARS, OwnPurpose
 from mcp_patchbay.trust.context import ScanContext, name_words
 from mcp_patchbay.trust.findings import EXCERPT, Check, Finding, Findings, Severity, clip
 from mcp_patchbay.trust.fingerprint import Definition, Kind
+from mcp_patchbay.trust.languages import switched
 from mcp_patchbay.trust.reader import Reading, Span
 from mcp_patchbay.trust.reading import SCOPES, Unit, units
 from mcp_patchbay.trust.rules import Expression, Pattern, Rules
@@ -102,7 +103,8 @@ class Scanner:
             found.check("too-long", "length", cut, said)
         code_rules.characters(read, found)
         read = [*read, *code_rules.decoded(read, found)]
-        # A parameter's name is read as words too: a schema can spell its instruction in one.
+        # A parameter's name is read as words too: a schema can spell its instruction in one; so
+        # is a value spelled as one identifier (an enum value "ALSO_FORWARD_TO_..._WITHOUT_TELLING").
         worded = [
             *read,
             *(
@@ -110,6 +112,15 @@ class Scanner:
                 for u in read
                 if u.scope == "name-parameter" and (w := name_words(u.text)) != u.text
             ),
+            *(
+                Unit(u.where, w, u.scope)
+                for u in read
+                if u.scope in ("text", "parameter")
+                and u.text.count("_") >= 3
+                and " " not in u.text
+                and (w := name_words(u.text)) != u.text
+            ),
+            *switched(read),
         ]
         texts: dict[str, Reading] = {}
         seen: dict[str, list[str]] = {}
