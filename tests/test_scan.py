@@ -70,7 +70,7 @@ def test_the_patterns_ship_in_the_package_and_each_explains_itself() -> None:
     for pattern in data["pattern"]:
         assert pattern["id"] not in seen
         seen.add(pattern["id"])
-        assert pattern["scope"] in ("text", "parameter")
+        assert pattern["scope"] in ("text", "parameter", "switched")
         assert pattern["explain"].endswith(".") and len(pattern["explain"]) < 200
         assert "match" in pattern or pattern["all"], pattern["id"]
         assert set(pattern.get("all", [])) | set(pattern.get("none", [])) <= signals, pattern["id"]
