@@ -22,7 +22,7 @@ from mcp_patchbay.trust.rules import Expression
 
 __all__ = ["BREAK", "Reading", "inside", "word_matches"]
 
-BREAK = re.compile("[.!?] |[\u3002\uff01\uff1f]|\n")
+BREAK = re.compile("(?<!e\\.g)(?<!i\\.e)(?<!etc)(?<!vs)[.!?] |[\u3002\uff01\uff1f]|\n")
 """Where a sentence ends: a full stop (or ! or ?) and a space, a CJK full stop, ! or ?, a line break."""
 
 Span = tuple[int, int]

@@ -87,7 +87,7 @@ def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> It
             for name, sub in cast("dict[str, Any]", value).items():
                 if key == "properties":
                     yield Unit(_where(label, name), name, "name")
-                    if is_input:
+                    if is_input and not _holds_no_text(sub):
                         yield Unit(_where(label, name), name, "name-parameter")
                 yield from _schema_units(sub, label, is_input, name if key == "properties" else path)
         elif key in ("description", "title") and isinstance(value, str):
@@ -96,6 +96,17 @@ def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> It
             yield from _keyword_units(where, key, value)
         else:
             yield from _schema_units(value, label, is_input, path)
+
+
+def _holds_no_text(schema: Any) -> bool:
+    """A parameter that takes only a boolean or a number: its name asks for no data (a flag named
+    ``include_secrets`` carries no secret), so the ``parameter`` patterns do not read its name.
+    Its description is still read."""
+    if not isinstance(schema, dict):
+        return False
+    kind = cast("dict[str, Any]", schema).get("type")
+    kinds = cast("list[Any]", kind) if isinstance(kind, list) else [kind]
+    return bool(kinds) and all(k in ("boolean", "integer", "number", "null") for k in kinds)
 
 
 def _keyword_units(where: str, key: str, value: Any) -> Iterator[Unit]:

@@ -43,7 +43,9 @@ __all__ = [
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Embeddings, overrides, isolates and marks: they change the order text is displayed in."""
 
-_MARKS = frozenset("\u200e\u200f\u061c")
+_MARKS = frozenset("\u200e\u200f\u061c\u2066\u2067\u2068\u2069")
+"""Direction marks and isolates: honest in a text with right-to-left letters (an isolate keeps an
+Arabic or Hebrew name in order inside English; overrides and embeddings, which reorder, are not)."""
 """Left-to-right, right-to-left and Arabic letter marks: honest in text that holds a right-to-left
 script (they place punctuation and Latin names; they cannot reorder a word)."""
 
