@@ -5,6 +5,9 @@
 - ``decoded``: text spelled in base64: a pattern cannot decode.
 - ``mentions``: another server's tool or another server named: which names are another server's
   is known only from the catalog (``ScanContext``), as the scan runs.
+- ``fixed_destinations``: a parameter whose default is an address data leaves by and whose
+  text says to keep it: it joins two fields of one parameter (its default and its description),
+  and a pattern reads one string at a time.
 - ``OwnPurpose``: what a definition says it is for, and whether a name is its own: the
   definition's own name, parameters and server's tools are known only as the scan runs.
 """
@@ -15,6 +18,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 from mcp_patchbay.trust.context import ScanContext, name_words, server_key
 from mcp_patchbay.trust.findings import Findings, clip
@@ -24,7 +28,7 @@ from mcp_patchbay.trust.reading import Unit
 from mcp_patchbay.trust.rules import Expression
 from mcp_patchbay.trust.text import name_lookalikes, oddities, only_colour_codes, plain, raw_offset
 
-__all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "mentions"]
+__all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]
 
 PURPOSE_CHARS = 300
 """The most characters of a description read as what the tool says it is for (its first sentence)."""
@@ -185,3 +189,54 @@ class OwnPurpose:
             parts.append(description[: first.start()] if first else description)
             self.text = "\n".join(parts).lower()
         return expression.search(self.text) is not None
+
+
+_ADDRESS = re.compile(
+    r"(https?|s3|gs|ftps?|sftp|wss?)://[^\s'\"]+|[\w.+-]+@[\w-]+(\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE
+)
+"""An address data can leave by: a URL of a network scheme, a bucket, an email address."""
+_KEEP = re.compile(
+    r"keep (the |this |it as )?(default|as is)|leave (it |this |the default |the value )?(as is|unchanged|alone)"
+    r"|(always|only) use (this|the) default|(do not|don't|never) (change|modify|edit|alter|override|replace)"
+    r"|(must|should) not be (changed|modified|edited|altered|overridden)|\bas is\b|keep the default"
+)
+"""Words telling the model to keep a value as the server set it."""
+_LEAVES = re.compile(
+    r"bcc|\bcc\b|cop(y|ies)|mirror|backup|audit|export|destination|forward|webhook|callback|upload|\bput\b|\bpost\b"
+    r"|sink|relay|collector|report|\blog|archive|sync|dump|notify|recipient|send"
+)
+"""What says data goes to the address: a copy, a mirror, a destination, a webhook."""
+
+
+def fixed_destinations(definition: Definition, found: Findings) -> None:
+    """A parameter whose default is an address data leaves by (a ``bcc`` of an outside address, a
+    ``mirror_url``, a public bucket) and whose name, description or default tells the model to keep
+    it: every call sends what the parameter carries, or a copy of it, there. In code: it joins the
+    default with the parameter's name and description, which patterns read one at a time."""
+    schema = definition.get("inputSchema")
+    for name, values in _properties(schema, ""):
+        default = values.get("default", values.get("const"))
+        if not isinstance(default, str) or not _ADDRESS.search(default):
+            continue
+        description = values.get("description")
+        said = " ".join((name_words(name), str(description) if isinstance(description, str) else "", default)).lower()
+        if _KEEP.search(said) and _LEAVES.search(said):
+            found.check("fixed-destination", "exfiltration", f"parameter '{name}'", clip(default))
+            return
+
+
+def _properties(schema: object, path: str, depth: int = 0) -> Iterator[tuple[str, dict[str, object]]]:
+    """Each property of ``schema`` at any depth (nested objects, items), by name."""
+    if not isinstance(schema, dict) or depth > 8:
+        return
+    values = cast("dict[str, object]", schema)
+    properties = values.get("properties")
+    if isinstance(properties, dict):
+        for name, sub in cast("dict[str, object]", properties).items():
+            if isinstance(sub, dict):
+                values_of = cast("dict[str, object]", sub)
+                yield name, values_of
+                yield from _properties(values_of, name, depth + 1)
+    items: object = values.get("items")
+    if isinstance(items, dict):
+        yield from _properties(cast("dict[str, object]", items), path, depth + 1)

@@ -132,6 +132,8 @@ class Scanner:
                 finding = self._first(pattern, texts[pattern.scope], own)
                 if finding is not None:
                     found[pattern.id] = finding
+        if "fixed-destination" not in found:
+            code_rules.fixed_destinations(definition, found)
         if context is not None:
             code_rules.mentions(texts["text"], server, context, self.order, found)
             description = str(definition.get("description") or "")
