@@ -6,7 +6,7 @@ their models and the mistakes the file alone shows).
 
 A tool's override gives a changed definition and, when its arguments change, the one
 function that turns what the model sends into what the upstream expects
-(``CatalogTool.to_upstream``, which ``calls.path`` applies after checking the model's
+(``CatalogTool.to_upstream``, which ``calls.steps`` applies after checking the model's
 arguments against the changed schema):
 
 - ``name``: the definition's name (the catalog puts the server and separator in front and

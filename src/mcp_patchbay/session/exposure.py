@@ -108,7 +108,7 @@ def reach(catalog: Catalog) -> tuple[bool, bool]:
     one only reads (an empty catalog is not: what comes later is not known); destructive unless
     every one that does not only read says it is not (a tool that says nothing may destroy). A
     server configured to serve that cannot now (``Catalog.waiting``) may destroy: its tools come
-    back when it does. ``calls.path`` runs a ``call_tool`` annotated read-only as the read route."""
+    back when it does. ``calls.routes`` runs a ``call_tool`` annotated read-only as the read route."""
     if catalog.waiting:
         return False, True
     tools = [target.definition for target in catalog.by_exposed.values() if not apps.app_only(target.definition)]

@@ -111,7 +111,7 @@ class Upstream(Lifecycle):
     async def ensure_started(self, timeout: float) -> ClientSession | None:
         """Start a parked server (``upstreams.on_demand``), or wait for one starting (first start, or a start
         a need caused), within ``timeout``: the session to send on, None if it cannot serve now
-        (stopped meanwhile: ``_start_decided`` is set then too). ``calls.path`` checks after it."""
+        (stopped meanwhile: ``_start_decided`` is set then too). ``calls.resolve`` checks after it."""
         if self._session is None:
             if not self._start_decided.is_set():
                 self.demand.want()
