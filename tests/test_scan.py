@@ -134,7 +134,8 @@ def test_a_gate_never_changes_what_is_found() -> None:
     patterns = [
         replace(p, parts=tuple(map(ungated, p.parts)), none=tuple(map(ungated, p.none))) for p in SCANNER.patterns
     ]
-    plain_scanner = Scanner(patterns, SCANNER.checks, {"order": ungated(SCANNER.order)})
+    signals = {"order": ungated(SCANNER.order), "pointer": ungated(SCANNER.pointer)}
+    plain_scanner = Scanner(patterns, SCANNER.checks, signals)
     data = json.loads(bench.POISONED.read_text(encoding="utf-8"))
     for item in data["poisoned"] + data["benign"]:
         gated = bench.scan_fixture_item(SCANNER, item, data["other_servers"])

@@ -111,7 +111,15 @@ def _words_in_base64(candidate: str) -> str | None:
     return text
 
 
-def mentions(read: Reading, server: str, context: ScanContext, order: Expression | None, found: Findings) -> None:
+def mentions(
+    read: Reading,
+    server: str,
+    context: ScanContext,
+    order: Expression | None,
+    found: Findings,
+    *,
+    pointer: Expression | None = None,
+) -> None:
     """Another server's tool, or another server, named in ``server``'s text: held when the sentence
     gives the model an order, else a note. In code: which names are another server's is known only
     from the catalog, as the scan runs."""
@@ -124,29 +132,37 @@ def mentions(read: Reading, server: str, context: ScanContext, order: Expression
         named = context.other_tool(token, server)
         if named is not None:
             owners = ", ".join(sorted(context.tools_by_name[named]))
-            check = _ordered(read, order, match.start(), match.end(), "other-server-tool")
+            check = _ordered(read, order, match.span(), "other-server-tool", pointer)
             _check_at(read, match.start(), found, check, f"{named} (a tool of {owners})")
         prefix = context.other_server_prefix(token, server)
         if prefix is not None:
-            check = _ordered(read, order, match.start(), match.end(), "other-server")
+            check = _ordered(read, order, match.span(), "other-server", pointer)
             _check_at(read, match.start(), found, check, token)
     if context.server_phrase is not None:
         own = server_key(server).replace("_", "")
         for match in context.server_phrase.finditer(read.text):
             named = server_key(match[1] or match[2] or "").replace(" ", "").replace("_", "")
             if named != own:
-                check = _ordered(read, order, match.start(), match.end(), "other-server")
+                check = _ordered(read, order, match.span(), "other-server", pointer)
                 _check_at(read, match.start(), found, check, clip(match[0]))
                 break
 
 
-def _ordered(read: Reading, order: Expression | None, start: int, end: int, check: str) -> str:
+def _ordered(
+    read: Reading, order: Expression | None, span: tuple[int, int], check: str, pointer: Expression | None
+) -> str:
     """``check`` when the sentence naming another server or its tool gives the model an order
     (``Call mail__send_email first``), else its note (``-named``: "use after github's
-    create_pull_request" names a tool and steers nothing)."""
+    create_pull_request" names a tool and steers nothing; so does a workflow pointer, ``pointer``:
+    "To open a pull request, use github's create_pull_request", adding or changing nothing)."""
     if order is None:
         return check
-    return check if read.first_in(order, read.sentence(start, end)) is not None else f"{check}-named"
+    sentence = read.sentence(*span)
+    if read.first_in(order, sentence) is None:
+        return f"{check}-named"
+    if pointer is not None and read.first_in(pointer, sentence) is not None:
+        return f"{check}-named"
+    return check
 
 
 def _check_at(read: Reading, position: int, found: Findings, check: str, excerpt: str) -> None:

@@ -75,6 +75,7 @@ class Scanner:
         self.patterns = tuple(patterns)
         self.checks = dict(checks)
         self.order = (signals or {}).get("order")
+        self.pointer = (signals or {}).get("pointer")
         """Orders to the model (``patterns.toml``'s signal): another server's tool named in a
         sentence that gives one is held; named alone, it is a note."""
 
@@ -135,7 +136,7 @@ class Scanner:
         if "fixed-destination" not in found:
             code_rules.fixed_destinations(definition, found)
         if context is not None:
-            code_rules.mentions(texts["text"], server, context, self.order, found)
+            code_rules.mentions(texts["text"], server, context, self.order, found, pointer=self.pointer)
             description = str(definition.get("description") or "")
             if len(description) > context.long_limit:
                 found.check(
