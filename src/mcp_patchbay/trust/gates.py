@@ -101,7 +101,7 @@ def branches(expression: str) -> tuple[re.Pattern[str], ...]:
         inner = _alternatives(whole[1])
         if len(inner) > 1:
             try:
-                return tuple(re.compile(f"(?:{part}){whole[2]}", FLAGS) for part in inner)
+                return tuple(re.compile(f"(?:{part}){whole[2] or ''}", FLAGS) for part in inner)
             except re.error:
                 pass
     parts = _alternatives(expression)
