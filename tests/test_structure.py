@@ -29,8 +29,6 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "mcp_patchbay"
 
@@ -211,7 +209,6 @@ def test_the_graph_sees_lazy_imports_and_not_type_checking_ones(tmp_path: Path) 
     assert one_loop(graph, found[0]) == "pkg.c -> pkg.sub.d (line 3 of pkg.c) -> pkg.c (line 1 of pkg.sub.d)"
 
 
-@pytest.mark.xfail(strict=False, reason="issue 34: modules being split")
 def test_modules_are_short_enough_to_read() -> None:
     lengths = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in _modules().items()}
     longest = sorted(((n, name) for name, n in lengths.items() if n > LONG), reverse=True)
