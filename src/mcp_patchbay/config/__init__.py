@@ -46,7 +46,7 @@ one thing (a module imports only those listed above it):
 
 - ``keys``: the names of the file's keys (top level, server entries). Imports nothing,
   not even pydantic, so code that runs before pydantic is loaded can use it.
-- ``held``: what the proxy holds in its environment for its own use (the gateway's tokens,
+- ``withheld``: what the proxy holds in its environment for its own use (the gateway's tokens,
   client secrets, remote servers' headers), withheld from stdio upstreams that do not name it.
   The standard library only, like ``keys``.
 - ``problems``: :class:`ConfigProblem`, :class:`ConfigError`, and how mistakes are

@@ -17,7 +17,7 @@
 - ``access``: who sees what (servers and tools per token or claim).
 - ``identity``: who is calling, as one string per member: what quotas count by.
 - ``metrics``: what ``/metrics`` reports.
-- ``events``: resumable SSE, the events each 2025-era session's streams sent.
+- ``event_store``: resumable SSE, the events each 2025-era session's streams sent.
 - ``bind``: where the gateway may listen (loopback, or sign-in required), checked before
   anything heavy is imported.
 
