@@ -24,7 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.event_store import MemoryEventStore
 from tests.harness import FakeTool, MemoryUpstreams, logged, make_server, text, until
 from tests.test_gateway import ALICE, BOB, client, gateway_config, running
 

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from mcp_patchbay.config import StdioSpec, load_config
-from mcp_patchbay.config.held import asked, held, withheld
+from mcp_patchbay.config.withheld import asked, held, withheld
 from mcp_patchbay.upstreams import spawn
 from mcp_patchbay.upstreams.early_start import EARLY_MARK, Early, early, settle
 from mcp_patchbay.upstreams.spawn import prespawn

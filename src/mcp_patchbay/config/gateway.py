@@ -16,7 +16,7 @@ Read only when the proxy serves over HTTP (stdio ignores it)::
     }
 
 ``${VAR}`` is expanded in every string of the object, so secrets stay in the environment; those
-variables are withheld from stdio upstreams (``config.held``) unless an entry names one.
+variables are withheld from stdio upstreams (``config.withheld``) unless an entry names one.
 """
 
 from __future__ import annotations

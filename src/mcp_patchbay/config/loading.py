@@ -24,7 +24,6 @@ from pydantic import ValidationError
 from mcp_patchbay.bounded_read import FileRefused, read_config
 from mcp_patchbay.config.entries import build_entry
 from mcp_patchbay.config.gateway import GatewayOAuth, GatewaySettings
-from mcp_patchbay.config.held import asked, held, withheld
 from mcp_patchbay.config.jsontext import JsonObject, duplicate_keys, parse_json
 from mcp_patchbay.config.keys import SHAPES, TOP_LEVEL_KEYS
 from mcp_patchbay.config.models import Config, OAuthSettings, RemoteSpec, ServerEntry, StdioSpec
@@ -32,6 +31,7 @@ from mcp_patchbay.config.problems import ConfigError, ConfigProblem, did_you_mea
 from mcp_patchbay.config.profiles import apply_profile, parse_profiles, resolve_access_profiles
 from mcp_patchbay.config.settings import OLD_SWITCHES, Settings, fast_path_switch
 from mcp_patchbay.config.variables import expand_strings
+from mcp_patchbay.config.withheld import asked, held, withheld
 
 __all__ = ["load_config", "parse_config"]
 
@@ -171,7 +171,7 @@ def _withhold(
     raws: Mapping[str, object],
 ) -> list[ServerEntry]:
     """Each stdio entry with its ``withheld``: the names of ``env`` the proxy holds for its own use
-    (``config.held``: the gateway's tokens, client secrets, remote servers' headers) that it does not name."""
+    (``config.withheld``: the gateway's tokens, client secrets, remote servers' headers) that it does not name."""
     secrets: set[str] = set()  # as expanded: a ${secret:NAME}'s value is known only now
     if gateway is not None:
         secrets.update(gateway.tokens.values())

@@ -31,9 +31,9 @@ from pydantic import (
     model_validator,
 )
 
-from mcp_patchbay.config.held import OWN_NAMES
 from mcp_patchbay.config.overrides import PromptOptions, ToolOverride
 from mcp_patchbay.config.problems import quote
+from mcp_patchbay.config.withheld import OWN_NAMES
 
 if TYPE_CHECKING:
     from mcp_patchbay.config.gateway import GatewaySettings
@@ -221,7 +221,7 @@ class StdioSpec(SpecBase, frozen=True):
     transport: Literal["stdio"] = "stdio"
 
     withheld: frozenset[str] = Field(default=OWN_NAMES, exclude=True)
-    """Names of the proxy's environment this server does not inherit (``config.held``): what the
+    """Names of the proxy's environment this server does not inherit (``config.withheld``): what the
     proxy holds for its own use and the entry does not name. Set by loading, never in the file."""
 
     @field_validator("command")

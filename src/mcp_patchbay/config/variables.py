@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-from mcp_patchbay.config.held import VARIABLE
 from mcp_patchbay.config.problems import ConfigProblem, key_path, quote
+from mcp_patchbay.config.withheld import VARIABLE
 
 __all__ = ["expand", "expand_entry", "expand_strings"]
 

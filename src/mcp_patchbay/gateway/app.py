@@ -56,7 +56,7 @@ from mcp_patchbay.fastpath.gateway_calls import FastPath
 from mcp_patchbay.gateway.access import AccessPolicy
 from mcp_patchbay.gateway.auth import build_auth
 from mcp_patchbay.gateway.edge import EdgeLimits, Refusals, connection_cap
-from mcp_patchbay.gateway.events import MemoryEventStore
+from mcp_patchbay.gateway.event_store import MemoryEventStore
 from mcp_patchbay.gateway.host_checks import cors, security_settings, url_host
 from mcp_patchbay.gateway.identity import request_identity, scope_identity
 from mcp_patchbay.gateway.listeners import METRICS_CONNECTIONS, SHUTDOWN_GRACE, bound_address, listener, metrics_app

@@ -357,7 +357,7 @@ request a way to drop its connection at once, unsent data and all."""
 
 @runtime_checkable
 class ClosingEventStore(Protocol):
-    """An event store that follows resumed streams itself (``gateway.events``): told when its session ends."""
+    """An event store that follows resumed streams itself (``gateway.event_store``): told when its session ends."""
 
     def close(self) -> None: ...
 

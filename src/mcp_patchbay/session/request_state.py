@@ -21,7 +21,7 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_patchbay.config.held import STATE_KEY_ENV  # withheld from every upstream, as the config's secrets are
+from mcp_patchbay.config.withheld import STATE_KEY_ENV  # withheld from every upstream, as the config's secrets are
 from mcp_patchbay.errors.tree import result_values
 from mcp_patchbay.session.rounds import expired
 

@@ -9,7 +9,7 @@ exactly what was launched, and stops every other. A process started early carrie
 never starts anything early, so an entry that launches patchbay with this same config
 (refused by the config check) cannot chain launches before the check has run.
 
-What the proxy holds for its own use (``config.held``) is computed from the same JSON, and
+What the proxy holds for its own use (``config.withheld``) is computed from the same JSON, and
 ``settle`` keeps a process only if it withheld exactly what the validated entry withholds.
 The processes start as every upstream does (``spawn.popen``: their own group, the watchdog).
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import cast
 
 from mcp_patchbay.bounded_read import read_config
-from mcp_patchbay.config.held import Held, asked, held
-from mcp_patchbay.config.held import withheld as withheld_names
 from mcp_patchbay.config.keys import IGNORED_ENTRY_KEYS, STDIO_ENTRY_KEYS
+from mcp_patchbay.config.withheld import Held, asked, held
+from mcp_patchbay.config.withheld import withheld as withheld_names
 from mcp_patchbay.upstreams.spawn import SpawnEntry, batch, discard, popen
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ a Job Object with ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: the system kills the t
 the proxy's handle closes, which it does when the proxy dies.
 
 An upstream's environment (``child_environment``) is the proxy's own plus its entry's ``env``,
-less what the proxy holds for its own use and the entry does not name (``config.held``: the
+less what the proxy holds for its own use and the entry does not name (``config.withheld``: the
 gateway's tokens, client secrets, other servers' headers, ``$PATCHBAY_STATE_KEY``). ``early_start``
 withholds the same names.
 
@@ -52,7 +52,7 @@ from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 
-from mcp_patchbay.config.held import OWN_NAMES
+from mcp_patchbay.config.withheld import OWN_NAMES
 from mcp_patchbay.upstreams.command_lookup import resolve_command
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 def child_environment(extra: Mapping[str, str] | None, withheld: Collection[str], server: str = "") -> dict[str, str]:
     """The proxy's own environment less ``withheld``, plus the entry's ``env``.
 
-    ``withheld``: what the proxy holds for its own use and the entry does not name (``config.held``:
+    ``withheld``: what the proxy holds for its own use and the entry does not name (``config.withheld``:
     the gateway's tokens, client secrets, ``$PATCHBAY_STATE_KEY`` ...); the rest is what users
     expect to reach their servers. The names left out are logged at DEBUG, never their values.
     """

@@ -16,7 +16,7 @@ close stdin, wait, terminate the process tree), with what a proxy needs on top:
   (``fastpath.pipe_calls``; with ``patchbay.fast_path`` on), everything else goes to it as usual;
 - the child's environment is the proxy's own plus the entry's ``env`` (users expect the
   variables they gave the proxy to reach their servers), less what the proxy holds for its
-  own use and the entry does not name (the spec's ``withheld``: ``config.held``).
+  own use and the entry does not name (the spec's ``withheld``: ``config.withheld``).
 
 POSIX runs the child in its own session (process group) so the whole tree is stopped;
 Windows uses the SDK's Job Object helpers and its ``npx``/``.cmd`` command lookup.
@@ -51,7 +51,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from mcp_patchbay.config import StdioSpec
-from mcp_patchbay.config.held import OWN_NAMES
+from mcp_patchbay.config.withheld import OWN_NAMES
 from mcp_patchbay.errors.tree import Code, refusal_data, refused_answer
 from mcp_patchbay.fastpath.pipe_calls import RawCalls
 from mcp_patchbay.redaction import redact
