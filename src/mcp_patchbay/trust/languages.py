@@ -62,19 +62,13 @@ _COMMON: dict[str, frozenset[str]] = {
 }
 """Common words of the Latin-script languages told apart (a sentence's language is the one whose
 words it holds most of, at least two of them)."""
-_OTHER_WORDS = re.compile(
-    r"(?<![\w'])(?:"
-    + "|".join(
-        sorted(
-            {re.escape(w) for language, ws in _COMMON.items() if language != "en" for w in ws} - set(_COMMON["en"]),
-            key=len,
-            reverse=True,
-        )
-    )
-    + r")(?![\w'.])"
+_OTHER_WORDS: frozenset[str] = (
+    frozenset[str]().union(*(ws for language, ws in _COMMON.items() if language != "en")) - _COMMON["en"]
 )
-"""Any common word of the Latin-script languages other than English: an ASCII text with fewer
-than two holds no sentence in one of them (decided with one search, the common case)."""
+"""The common words of the Latin-script languages other than English: a text in Latin letters with
+fewer than two of them, as words between spaces, holds no sentence in one of them (decided with a
+split and a set, the common case)."""
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SCRIPTS = (
     ("CYRILLIC", "ru"),
     ("HANGUL", "ko"),
@@ -122,7 +116,7 @@ def language_of(text: str) -> tuple[str | None, int]:
     if script != "latin":
         return (None if script == "other" else script), total
     words = Counter(word.lower() for word in _WORD.findall(text))
-    scores = {language: sum(words[w] for w in common) for language, common in _COMMON.items()}
+    scores = {language: sum(n for w, n in words.items() if w in common) for language, common in _COMMON.items()}
     ranked = sorted(scores, key=lambda language: scores[language], reverse=True)
     best, second = ranked[0], ranked[1]
     if scores[best] >= 2 and scores[best] > scores[second]:
@@ -132,7 +126,7 @@ def language_of(text: str) -> tuple[str | None, int]:
 
 def _plain_latin(text: str) -> bool:
     """No letter but ASCII ones (dashes, curly quotes and symbols aside)."""
-    return text.isascii() or not any(char.isalpha() and not char.isascii() for char in text)
+    return text.isascii() or not any(char.isalpha() for char in _NON_ASCII.findall(text))
 
 
 def _own(units: Sequence[Unit]) -> str:
@@ -151,7 +145,7 @@ def _own(units: Sequence[Unit]) -> str:
     if script != "latin":
         return script
     words = Counter(word.lower() for word in _WORD.findall(text))
-    scores = {language: sum(words[w] for w in common) for language, common in _COMMON.items()}
+    scores = {language: sum(n for w, n in words.items() if w in common) for language, common in _COMMON.items()}
     best = max(scores, key=lambda language: scores[language])
     return best if scores[best] >= 2 and scores[best] > scores["en"] else "en"
 
@@ -165,7 +159,7 @@ def switched(units: Sequence[Unit]) -> Iterator[Unit]:
     for unit in units:
         if unit.scope not in ("text", "parameter") or len(unit.text) < MIN_LETTERS:
             continue
-        if _plain_latin(unit.text) and len(_OTHER_WORDS.findall(unit.text.lower())) < 2:
+        if _plain_latin(unit.text) and len(_OTHER_WORDS.intersection(unit.text.lower().split())) < 2:
             continue
         bare = _ADDRESSES.sub(" ", _QUOTED.sub(" ", unit.text))
         for match in _SENTENCE.finditer(bare):

@@ -129,7 +129,7 @@ class Scanner:
             texts[scope] = Reading.of([u for u in worded if u.scope in scopes], seen)
         own = OwnPurpose(definition, read, context.own_names.get(server, frozenset()) if context else frozenset())
         for pattern in self.patterns:
-            if pattern.id not in found:
+            if pattern.id not in found and texts[pattern.scope].text:  # a scope with no text: nearly every "switched"
                 finding = self._first(pattern, texts[pattern.scope], own)
                 if finding is not None:
                     found[pattern.id] = finding
