@@ -132,8 +132,8 @@ def _plain_latin(text: str) -> bool:
 def _own(units: Sequence[Unit]) -> str:
     """The tool's own language: its description's first sentence's (what the tool says it is;
     else its title's, its name's), by the script most of its letters are in and, in Latin letters,
-    the language whose common words it holds most of (English unless another's are at least two
-    and more)."""
+    the language whose common words it holds more of than any other (one is enough: a first
+    sentence is short), else English."""
     text = next((u.text for u in units if u.where == "description" and u.text.strip()), "")
     text = text or next((u.text for u in units if u.where in ("title", "name")), "")
     text = _ADDRESSES.sub(" ", _QUOTED.sub(" ", text))
@@ -146,8 +146,9 @@ def _own(units: Sequence[Unit]) -> str:
         return script
     words = Counter(word.lower() for word in _WORD.findall(text))
     scores = {language: sum(n for w, n in words.items() if w in common) for language, common in _COMMON.items()}
-    best = max(scores, key=lambda language: scores[language])
-    return best if scores[best] >= 2 and scores[best] > scores["en"] else "en"
+    ranked = sorted(scores, key=lambda language: scores[language], reverse=True)
+    best, second = ranked[0], ranked[1]
+    return best if scores[best] >= 1 and scores[best] > scores[second] else "en"
 
 
 def switched(units: Sequence[Unit]) -> Iterator[Unit]:
