@@ -114,12 +114,9 @@ class Scanner:
                 if u.scope == "name-parameter" and (w := name_words(u.text)) != u.text
             ),
             *(
-                Unit(u.where, w, u.scope)
+                Unit(u.where, u.text.replace("_", " "), u.scope)
                 for u in read
-                if u.scope in ("text", "parameter")
-                and u.text.count("_") >= 3
-                and " " not in u.text
-                and (w := name_words(u.text)) != u.text
+                if u.scope in ("text", "parameter") and u.text.count("_") >= 3 and " " not in u.text
             ),
             *switched(read),
         ]
