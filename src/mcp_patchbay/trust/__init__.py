@@ -28,7 +28,9 @@ Modules (pure unless said):
   - ``gates``: each expression split into branches, each gated by strings every match holds.
   - ``reader``: one scope of a definition as the patterns read it, matches and sentences.
   - ``code_rules``: what cannot be a pattern, each saying why (hidden characters, base64, another
-    server's tools, what a tool says it is for).
+    server's tools, what a tool says it is for, a parameter's default an outside address).
+  - ``languages``: each sentence's language and the tool's own: a sentence in another language
+    is read by the patterns of scope ``switched``.
 - ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
   ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
 - ``diff``: a held definition against the approved one, for a person.
