@@ -137,6 +137,8 @@ async def test_each_tool_call_is_a_row_with_names_client_outcome_and_sizes() -> 
     assert (invalid.outcome, invalid.error_code, invalid.server) == ("INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "files")
     assert invalid.detail is not None and "Invalid arguments for 'files__echo'" in invalid.detail
     assert invalid.bytes_in == len('{"text":5}')
+    for failed in (invalid, unknown):  # the isError result the client was answered with
+        assert failed.bytes_out is not None and failed.bytes_out > len(failed.detail or "")
     assert (unknown.outcome, unknown.exposed, unknown.server, unknown.upstream) == (
         "TOOL_NOT_FOUND",
         "no_such_tool",
@@ -173,6 +175,8 @@ async def test_resource_reads_and_prompt_gets_are_rows_failures_with_their_code(
     assert (got.server, got.exposed, got.upstream, got.outcome) == ("files", "files__greet", "greet", "ok")
     assert got.bytes_in == len('{"name":"files__greet","arguments":{"who":"ann"}}')
     assert (unknown.outcome, unknown.server) == ("PROMPT_NOT_FOUND", None)
+    for failed in (missing, unknown):  # the JSON-RPC error the client was answered with
+        assert failed.bytes_out is not None and failed.bytes_out > len(failed.detail or "")
 
 
 async def test_an_upstream_start_crash_and_restart_are_rows() -> None:
@@ -199,6 +203,31 @@ async def test_a_server_that_fails_to_start_is_a_crash_saying_so() -> None:
         (crash,) = await rows.wait_for("upstream_crash")
     assert crash.server == "gone" and crash.detail is not None
     assert crash.outcome == crash.error_code and crash.outcome is not None
+
+
+def test_a_batch_makes_the_rows_each_event_makes_and_counts_what_it_cannot() -> None:
+    from types import SimpleNamespace
+
+    from mcp_patchbay.errors.tree import ClientError, Code
+
+    target = SimpleNamespace(exposed="files__echo", upstream_name="echo", server="files")
+    refused = ClientError(Code.INVALID_ARGUMENTS, "Invalid arguments for 'files__echo': text is required.")
+    events = Events("stdio pid 1", client=lambda request: f"client of {request}", offset=100.0)
+    entries: list[Any] = [
+        ("tool_call", 1.0, 1.5, "r1", "files__echo", target, "files", None, {"text": "hé"}, {"content": []}),
+        ("tool_call", 2.0, 2.25, "r2", "files__echo", target, "files", None, {}, {"content": [], "isError": True}),
+        ("tool_call", 3.0, 3.5, "r3", "files__echo", target, "files", refused, {"text": 5}, None),
+        ActivityRow(id=None, at=4.0, kind="ui_action", proxy="ui", detail="turned a server off"),
+        ("tool_call", 5.0),  # a bug: counted, the rest written
+    ]
+    rows, failed = events.batch(entries)
+    one_by_one = [record for entry in entries[:3] for record in events(entry)]
+    assert failed == 1 and rows[:3] == one_by_one and row_of(rows[3]).detail == "turned a server off"
+    ok, tool_error, invalid = (row_of(record) for record in rows[:3])
+    assert (ok.at, ok.client, ok.outcome, ok.duration_ms) == (101.0, "client of r1", "ok", 500.0)
+    assert ok.bytes_in == len('{"text":"hé"}'.encode()) and ok.bytes_out == len('{"content":[]}')
+    assert (tool_error.outcome, invalid.outcome, invalid.server) == ("tool_error", "INVALID_ARGUMENTS", "files")
+    assert invalid.bytes_out is not None and invalid.bytes_out > 60
 
 
 def test_a_sign_in_needed_is_a_row_once() -> None:

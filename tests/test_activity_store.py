@@ -210,3 +210,53 @@ def test_the_default_file_is_in_the_data_folder() -> None:
     assert store.path == data_dir() / "activity.sqlite3"
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     store.close()
+
+
+def test_runs_of_alike_rows_and_the_others_are_written_whole(tmp_path: Path) -> None:
+    # A run of calls to one tool is written by statements that bind its names once (128, 2 and 1
+    # rows here); rows alike fewer than four times, and rows with words, are bound whole.
+    store = ActivityStore.open(tmp_path / "a.sqlite3")
+    alike = [
+        row(
+            1000.0 + n,
+            server="files",
+            exposed="files__echo",
+            upstream="echo",
+            client="c 1",
+            outcome="ok",
+            duration_ms=n / 7,
+            bytes_in=n,
+            bytes_out=2 * n,
+        )
+        for n in range(131)
+    ]
+    few = [row(2000.0 + n, server="mail", exposed="mail__send", outcome="ok", bytes_in=n) for n in range(3)]
+    worded = [
+        row(
+            3000.0 + n,
+            server="files",
+            exposed="files__echo",
+            outcome="TIMEOUT",
+            error_code="TIMEOUT",
+            detail=f"late {n}",
+        )
+        for n in range(5)
+    ]
+    mixed = [*alike[:60], *few, *worded, *alike[60:]]
+    store.insert([values_of(r) for r in mixed])
+    found = sorted(store.query(since=0, limit=1000), key=lambda r: r.at)
+    assert [dataclasses.replace(r, id=None) for r in found] == sorted(mixed, key=lambda r: r.at)
+    assert len({r.id for r in found}) == len(mixed)
+    store.close()
+
+
+def test_a_batch_with_a_value_no_column_takes_is_refused_whole(tmp_path: Path) -> None:
+    store = ActivityStore.open(tmp_path / "a.sqlite3")
+    good = values_of(row(1.0, server="files"))
+    bad = values_of(row(2.0, server="files", detail=["not", "text"]))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(sqlite3.Error):
+        store.insert([good, bad])
+    assert store.query(since=0) == []  # one transaction: nothing of it written
+    store.insert([good])
+    assert [r.at for r in store.query(since=0)] == [1.0]
+    store.close()

@@ -12,7 +12,9 @@ JSON, names, the client, redaction) is done here, off the call path. Times are
 
 ``target`` is the ``CatalogTool`` the name resolved to (None before it did), ``error`` the
 ``PatchbayError`` (or, for a read or a prompt, the ``MCPError``) the request failed with,
-``request`` what ``Events.client`` makes the client of. An upstream's changes of state become
+``request`` what ``Events.client`` makes the client of. A failed request's ``bytes_out`` is the size of
+the error as the client is answered by default (a tool call's ``isError`` result, a read's or a
+prompt's JSON-RPC error). An upstream's changes of state become
 starts, crashes (a failure to start too), restarts and sign-ins needed; the definitions held
 become one ``definition_held`` row each, whichever proxy notices first (``store``'s unique index).
 """
@@ -21,14 +23,17 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from mcp_patchbay.activity.rows import ActivityRow, Record, values_of
 from mcp_patchbay.redaction import redact
 
 __all__ = ["DETAIL_CHARS", "Events", "kept", "size_of"]
+
+logger = logging.getLogger(__name__)
 
 DETAIL_CHARS = 500
 """The longest ``detail`` kept (a person's words: an error's message, what was held and why)."""
@@ -105,6 +110,50 @@ class Events:
             return [values_of(row) for row in self._held_now(*event[1:])]
         return []
 
+    def batch(self, entries: Iterable[Any]) -> tuple[list[Record], int]:
+        """A batch of the queue made rows, in order: (the rows, the entries that could not be made
+        one). The writer's thread calls it once per batch: a tool call that succeeded (nearly every
+        entry) is made its row inline, without a call per entry; rows made already are taken as
+        they are; the rest go through ``__call__``."""
+        rows: list[Record] = []
+        append = rows.append
+        offset, proxy, client, keep = self.offset, self.proxy, self.client, self.keep_arguments
+        encode = size_of
+        failed = 0
+        for event in entries:
+            try:
+                if isinstance(event, ActivityRow):
+                    append(values_of(event))
+                    continue
+                raw: Sequence[Any] = event
+                if raw[0] == "tool_call" and raw[5] is not None and raw[7] is None and not keep:
+                    _, started, ended, request, _, target, _, _, arguments, result = raw
+                    append(
+                        (
+                            started + offset,
+                            "tool_call",
+                            proxy,
+                            client(request),
+                            target.server,
+                            target.exposed,
+                            target.upstream_name,
+                            (ended - started) * 1000.0,
+                            "tool_error" if result.__class__ is dict and result.get("isError") else "ok",
+                            None,
+                            None if arguments is None else encode(arguments),
+                            None if result is None else encode(result),
+                            None,
+                            None,
+                            None,
+                        )
+                    )
+                else:
+                    rows.extend(self(raw))
+            except Exception:
+                failed += 1
+                logger.debug("an activity event could not be made a row", exc_info=True)
+        return rows, failed
+
     # --- requests -------------------------------------------------------------------------------
 
     def _tool_call(self, event: Sequence[Any]) -> Record:
@@ -133,7 +182,7 @@ class Events:
             outcome,
             code,
             None if arguments is None else size_of(arguments),
-            None if result is None else size_of(result),
+            size_of(result) if result is not None else (_error_result_size(error) if error is not None else None),
             detail,
             self._kept(arguments) if keep else None,
             self._kept(result) if keep else None,
@@ -156,7 +205,7 @@ class Events:
             code or "ok",
             code,
             size_of(sent),
-            size_of(answer) if answer is not None else None,
+            size_of(answer) if answer is not None else (_error_size(error) if error is not None else None),
             _words(_message(error)) if error is not None else None,
             self._kept(arguments),
             self._kept(answer),
@@ -226,6 +275,24 @@ def size_of(value: Any) -> int:
     """Bytes of ``value`` as compact JSON in UTF-8."""
     text = "".join(_c_encode(value, 0)) if _c_encode is not None else _encode(value)
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _error_result_size(error: Any) -> int | None:
+    """Bytes of the ``isError`` result a failed tool call is answered with (``errors.tree``)."""
+    from mcp_patchbay.errors.tree import PatchbayError, result_values
+
+    return size_of(result_values(error)) if isinstance(error, PatchbayError) else None
+
+
+def _error_size(error: Any) -> int | None:
+    """Bytes of the JSON-RPC error a failed read or prompt get is answered with."""
+    from mcp_patchbay.errors.tree import PatchbayError, to_mcp_error
+
+    if isinstance(error, PatchbayError):
+        error = to_mcp_error(error)
+    data = getattr(error, "error", None)
+    dump = getattr(data, "model_dump", None)
+    return size_of(dump(by_alias=True, mode="json", exclude_none=True)) if callable(dump) else None
 
 
 def kept(value: Any, limit: int) -> str:

@@ -60,7 +60,7 @@ async def keep_log(
         argument_chars=settings.activity_argument_chars,
     )
     writer = ActivityWriter(
-        sink, path=path, limits=limits_of(settings), bound=settings.activity_queue, linger=linger, convert=events
+        sink, path=path, limits=limits_of(settings), bound=settings.activity_queue, linger=linger, convert=events.batch
     )
     for entry in early:
         writer.emit(entry)

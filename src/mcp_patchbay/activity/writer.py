@@ -15,7 +15,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,9 @@ logger = logging.getLogger(__name__)
 
 Sink = Callable[[Sequence[Record]], None]
 """Where a batch of rows goes, each as its ``Record`` (the store's file, by default); may block, may raise."""
-Convert = Callable[[Any], Iterable[Record]]
-"""An entry of the queue that is no row, made rows (the serving path's raw events)."""
+Convert = Callable[[list[Any]], tuple[list[Record], int]]
+"""A batch of the queue's entries made rows (``events.Events.batch``: rows made already as they are,
+the serving path's raw events converted): the rows, and how many entries could not be made one."""
 
 TELL_EVERY = 60.0
 """Seconds between two log lines about rows dropped or a file that cannot be written."""
@@ -51,7 +52,8 @@ class ActivityWriter:
     ) -> None:
         """``sink``: where batches go; None: ``ActivityStore.open(path, limits=limits)``, opened by
         the thread (``sqlite3`` is imported there, not by whoever makes the writer). ``bound``:
-        entries queued at most; ``linger``: seconds a batch gathers before it is written."""
+        entries queued at most; ``linger``: seconds a batch gathers before it is written;
+        ``convert``: makes each batch's entries rows (without it, only ``ActivityRow`` entries are written)."""
         self._sink = sink
         self._path = path
         self._limits = limits
@@ -149,23 +151,22 @@ class ActivityWriter:
         return store.insert
 
     def _drain(self) -> list[Record]:
-        rows: list[Record] = []
-        queue, convert = self._queue, self._convert
-        while True:
+        entries: list[Any] = []
+        append, take = entries.append, self._queue.popleft
+        try:
+            while True:  # emit may drop the oldest meanwhile: taken one by one until none is left
+                append(take())
+        except IndexError:
+            pass
+        if self._convert is not None:
             try:
-                entry = queue.popleft()
-            except IndexError:
-                return rows
-            if isinstance(entry, ActivityRow):
-                rows.append(values_of(entry))
-                continue
-            if convert is None:
-                continue
-            try:
-                rows.extend(convert(entry))
-            except Exception:
-                self._refused += 1
-                logger.debug("an activity event could not be made a row", exc_info=True)
+                rows, failed = self._convert(entries)
+            except Exception:  # the batch's conversion itself: its entries are lost, counted
+                rows, failed = [], len(entries)
+                logger.debug("activity events could not be made rows", exc_info=True)
+            self._refused += failed
+            return rows
+        return [values_of(entry) for entry in entries if isinstance(entry, ActivityRow)]
 
     def _write(self, sink: Sink | None, rows: list[Record]) -> None:
         if not rows:
