@@ -363,7 +363,7 @@ async def test_what_happened_before_the_log_started_is_written_with_its_time() -
     config = config_from({"files": {"command": "x"}})
     proxy = Proxy(config, connector=MemoryUpstreams({"files": files_server()}))
     early: collections.deque[tuple[object, ...]] = collections.deque(maxlen=100)
-    proxy.on_activity = early.append  # as cli.serving does before the log's code is loaded
+    proxy.on_activity = early.append  # as cli.serve does before the log's code is loaded
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             await tg.start(proxy.run)

@@ -436,7 +436,7 @@ def test_a_stdio_proxy_loads_nothing_of_the_page() -> None:
     import sys
 
     code = (
-        "import sys, mcp_patchbay.cli, mcp_patchbay.cli.serving, mcp_patchbay.session.proxy\n"
+        "import sys, mcp_patchbay.cli, mcp_patchbay.cli.serve, mcp_patchbay.session.proxy\n"
         "import mcp_patchbay.presence.publish\n"
         "loaded = [m for m in sys.modules if m.startswith(('mcp_patchbay.ui', 'jinja2'))]\n"
         "assert not loaded, loaded"

@@ -14,6 +14,6 @@ rows and writes them (``docs/PERFORMANCE.md``, "Activity log", says what it cost
 - ``wiring``: ``keep_log``, a running proxy's hooks pointed at a writer; the ``trust`` command's approvals.
 - ``command``: ``mcp-patchbay log``.
 
-Nothing here is imported before a stdio proxy's start is over (``cli.serving`` loads ``wiring``
+Nothing here is imported before a stdio proxy's start is over (``cli.serve`` loads ``wiring``
 in a worker thread then, and ``sqlite3`` is imported by the writer's thread).
 """

@@ -3,7 +3,7 @@
 ``keep_log`` points the proxy's hooks (``Proxy.on_activity``) at an ``ActivityWriter`` whose
 thread makes the raw events rows (``events.Events``) and writes them, until cancelled; then the
 writer writes what is queued, within ``FLUSH_SECONDS``. What happened before it started (the
-stdio proxy loads the log once its start is over, ``cli.serving``) is handed over as ``early``.
+stdio proxy loads the log once its start is over, ``cli.serve``) is handed over as ``early``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Shutdown (SIGTERM, SIGINT, the client closing stdin) signals every upstream grou
 once (``transports.stdio.shutdown``); see ``spawn`` for what happens when the proxy is killed.
 
 The package, by job: this module runs a command (``main``); ``options`` reads the command
-line; ``logs`` sets up the log handlers and formats; ``serving`` serves on stdio (signals,
+line; ``logs`` sets up the log handlers and formats; ``serve`` serves on stdio (signals,
 reloads); ``check`` is the ``check`` report; ``importing`` and ``install`` are ``import``,
 ``install`` and ``uninstall`` over ``clients/``; ``tools`` and ``calling`` list the tools and
 make one call from the terminal, on what ``terminal`` holds for both (and for ``trust``): a
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
             print(f"mcp-patchbay: {refused}", file=sys.stderr)
             return EXIT_CONFIG
     else:
-        from mcp_patchbay.cli.serving import warn_unfit_name
+        from mcp_patchbay.cli.serve import warn_unfit_name
 
         warn_unfit_name(config)
     # Start the stdio upstreams now, before the MCP SDK is imported (most of our own start):
@@ -158,12 +158,12 @@ def main(argv: list[str] | None = None, *, quick_exit: bool | None = None) -> in
     try:
         with contextlib.suppress(KeyboardInterrupt):
             if options.http is not None:
-                from mcp_patchbay.cli.serving import loop_options
+                from mcp_patchbay.cli.serve import loop_options
                 from mcp_patchbay.gateway.app import serve_http
 
                 anyio.run(serve_http, config, prespawned, *options.http, backend_options=loop_options())
             else:
-                from mcp_patchbay.cli.serving import serve_stdio
+                from mcp_patchbay.cli.serve import serve_stdio
 
                 if sys.stdin.isatty():
                     print(

@@ -8,7 +8,7 @@ process is gone (a proxy killed) is ignored by readers and removed by the next o
 
 - ``folder``: the files: writing one, reading them all, cleaning stale ones (I/O, stdlib only).
 - ``publish``: what a proxy says of itself (``snapshot``, values from the running ``Proxy``) and the
-  task that keeps its file current (``publish``), started by ``cli.serving`` once serving.
+  task that keeps its file current (``publish``), started by ``cli.serve`` once serving.
 
 A snapshot (``VERSION`` 1)::
 

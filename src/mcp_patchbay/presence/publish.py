@@ -1,6 +1,6 @@
 """What a running proxy says of itself (``snapshot``), and the task that keeps its file current.
 
-``publish`` runs beside the proxy (``cli.serving`` starts it): it looks every ``LOOK_EVERY``
+``publish`` runs beside the proxy (``cli.serve`` starts it): it looks every ``LOOK_EVERY``
 seconds whether anything a reader shows has changed (the catalog is rebuilt on every change of
 an upstream's state or lists, so its identity tells; and the client, once it has said who it
 is), writes a snapshot when it has, at most once every ``MIN_GAP`` seconds, and removes the file
