@@ -135,11 +135,14 @@ class Passthrough:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        if uri == STATUS_URI:
+        if uri == STATUS_URI:  # the proxy's own: logged with no server
+            started = time.monotonic()
             text = as_text(self._status(ctx))
-            return types.ReadResourceResult(
+            status = types.ReadResourceResult(
                 contents=[types.TextResourceContents(uri=STATUS_URI, mime_type="application/json", text=text)]
             )
+            self._tell("resource_read", started, ctx, uri, None, None, None, None, status)
+            return status
         await self.supervisor.wait_startup()
         started = time.monotonic()
         candidates, sent = self._owner(uri)
