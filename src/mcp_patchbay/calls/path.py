@@ -81,7 +81,7 @@ from mcp_patchbay.errors.tree import (
     result_values,
     to_mcp_error,
 )
-from mcp_patchbay.fastpath.stdio_calls import split_meta
+from mcp_patchbay.fastpath.messages import split_meta
 from mcp_patchbay.session.capabilities import takes_url_elicitation
 from mcp_patchbay.session.notifications import IdentityOf
 from mcp_patchbay.session.outbox import Outboxes

@@ -11,10 +11,11 @@ bounds on a message and requests mid-call; on the upstream's side the same error
 cancellation and bounds as the SDK's session.
 
 - ``stdio_calls``: a ``tools/call`` read off our stdin once the ``initialize`` handshake is done;
-  it also owns what every client-side lane does alike: ``split_meta`` (the progress token out of
-  ``_meta``), ``progress_sender`` (progress as ``notifications/progress``) and
-  ``without_later_fields`` (the 2026-07-28 result fields dropped). Falls back on anything else:
-  other methods, a call before the handshake or asking for a task, a malformed one.
+  falls back on anything else: other methods, a call before the handshake or asking for a task, a
+  malformed one.
+- ``messages``: what every client-side lane does alike, once: ``split_meta`` (the progress token
+  out of ``_meta``), ``progress_sender`` (progress as ``notifications/progress``) and
+  ``without_later_fields`` (the 2026-07-28 result fields dropped).
 - ``gateway_calls``: a ``tools/call`` POST of a known 2025-era session, or a stateless 2026-07-28
   one, answered by ``gateway_answer`` (one JSON body, or SSE once progress comes first). Falls
   back on a session it does not know, a task, ``requestState``, a client that may be asked for

@@ -41,7 +41,7 @@ class Answer:
         self.done = False
 
     async def progress(self, notice: dict[str, Any]) -> None:
-        """One ``notifications/progress`` of the call (``stdio_calls.progress_sender`` makes it); the
+        """One ``notifications/progress`` of the call (``messages.progress_sender`` makes it); the
         first one commits the SSE stream."""
         if self.done:
             return

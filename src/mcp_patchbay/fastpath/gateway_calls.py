@@ -63,7 +63,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_patchbay.calls.deadlines import ProgressFn
 from mcp_patchbay.fastpath.gateway_answer import Answer
-from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta, without_later_fields
+from mcp_patchbay.fastpath.messages import progress_sender, split_meta, without_later_fields
 from mcp_patchbay.session.http_sessions import SessionManager, holding
 from mcp_patchbay.session.proxy import Proxy
 from mcp_patchbay.tasks import EXTENSION as TASKS_EXTENSION
@@ -308,7 +308,7 @@ class _Call(NamedTuple):
     name: str
     arguments: dict[str, Any] | None
     meta: dict[str, Any] | None
-    """The client's ``_meta`` to pass on (``fastpath.stdio_calls.split_meta``)."""
+    """The client's ``_meta`` to pass on (``fastpath.messages.split_meta``)."""
     token: RequestId | None
     """Its progress token: its progress is streamed to it (``gateway_answer``)."""
 

@@ -41,7 +41,7 @@ from mcp_patchbay.catalog.merge import CatalogTool
 from mcp_patchbay.config import Settings
 from mcp_patchbay.errors.connection import checked_result
 from mcp_patchbay.errors.tree import PatchbayError
-from mcp_patchbay.fastpath.stdio_calls import progress_sender, split_meta
+from mcp_patchbay.fastpath.messages import progress_sender, split_meta
 from mcp_patchbay.session.notifications import IdentityOf
 from mcp_patchbay.session.outbox import Outboxes
 from mcp_patchbay.session.sdk import connection_of
