@@ -192,7 +192,7 @@ PROBE = """
 import importlib.util, inspect, json, sys
 from pathlib import Path
 import anyio
-out = {"own_stdio": any(importlib.util.find_spec(f"mcp_patchbay.{m}") for m in ("client_wire", "downstream"))}
+out = {"own_stdio": importlib.util.find_spec("mcp_patchbay.wire.stdio") is not None}
 out["raw_upstream"] = importlib.util.find_spec("mcp_patchbay.fastpath.pipe_calls") is not None
 out["client_lane"] = importlib.util.find_spec("mcp_patchbay.fastpath.stdio_calls") is not None
 try:

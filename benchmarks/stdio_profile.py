@@ -73,15 +73,16 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ),
 ]
 
-_STDIO = "mcp_patchbay/transports/stdio.py"
+_STDIO = "mcp_patchbay/upstreams/transports/stdio.py"
 
 # Inclusive time: a sample counts for a stage when any frame on its stack matches (file part, function part).
 STAGES: list[tuple[str, tuple[tuple[str, str], ...]]] = [
-    ("downstream read: downstream.read_stdin (parse + validate)", (("mcp_patchbay/client_wire.py", "read_stdin"),)),
-    ("downstream write: downstream.write_stdout (dump + write)", (("mcp_patchbay/client_wire.py", "write_stdout"),)),
-    ("client-side lane: lane.CallLane (take, run, answer a tools/call)", (("mcp_patchbay/lane.py", ""),)),
-    ("upstream raw lane: rawcalls.RawCalls (send, match the answer)", (("mcp_patchbay/rawcalls.py", ""),)),
-    ("policy chain (policies: deadline, breaker, bulkhead, retry)", (("mcp_patchbay/policies.py", ""),)),
+    ("downstream read: wire.stdio read_stdin (parse + validate)", (("mcp_patchbay/wire/stdio.py", "read_stdin"),)),
+    ("downstream write: wire.stdio write_stdout (dump + write)", (("mcp_patchbay/wire/stdio.py", "write_stdout"),)),
+    ("client-side lane: stdio_calls.CallLane (take, run, answer)", (("mcp_patchbay/fastpath/stdio_calls.py", ""),)),
+    ("upstream lane: pipe_calls.RawCalls (send, match the answer)", (("mcp_patchbay/fastpath/pipe_calls.py", ""),)),
+    ("the call path's steps (calls.steps, calls.resolve)", (("calls/steps.py", ""), ("calls/resolve.py", ""))),
+    ("policy chain (calls.policies: deadline, breaker, bulkhead, retry)", (("mcp_patchbay/calls/policies.py", ""),)),
     ("downstream via the SDK's threaded stdio_server (older proxies)", (("mcp/server/stdio.py", "std"),)),
     ("SDK request dispatch (JSONRPCDispatcher._handle_request)", (("jsonrpc_dispatcher.py", "_handle_request"),)),
     ("any mcp-patchbay frame on the stack (src/mcp_patchbay)", (("mcp_patchbay/", ""),)),
