@@ -51,7 +51,7 @@ Where to look first:
 - who sees a tool on the gateway: ``gateway.access`` (the rules) and ``session.views``;
 - ``server__tool``, built and resolved: ``catalog.naming`` and ``catalog.resolution``.
 
-I/O happens only in ``cli/``, ``gateway/``, ``session/`` (but ``capabilities``), ``calls.path``,
+I/O happens only in ``cli/``, ``gateway/``, ``session/`` (but ``capabilities``), ``calls/`` (the steps),
 ``wire/``, ``fastpath/``, ``upstreams/`` (but ``availability``), ``tasks/``, ``config.watch``,
 ``config.loading`` (the one file), ``oauth/``, ``trust/`` (``store``, ``locking``, ``guard``),
 ``activity/``, ``presence/``, ``ui/`` and ``clients/``; every file read whole by path goes
@@ -65,7 +65,10 @@ middleware; the gateway's access rules and ``session.requests_back`` read it).
 Names kept, though a newcomer may not guess them: ``rounds`` is the 2026-07-28
 specification's own word for a call that asks the client something and resumes; a "lane"
 is one way past the SDK (``fastpath/``), "raw" meaning JSON values never made into pydantic
-models.
+models. A file name met twice plays one role in each folder: ``session.views`` (what a caller may
+see) and ``ui.views`` (what the page shows), ``tasks.serving`` and ``trust.serving`` (tasks, and
+trust, while the proxy serves), ``wire.stdio`` (the client's side) and ``upstreams.transports.stdio``
+(an upstream's), ``config.overrides`` (read) and ``catalog.overrides`` (applied).
 
 The event loop: the proxy runs on asyncio, through anyio's asyncio backend. Most code
 is written against anyio (task groups, cancel scopes, memory streams), but the hot
