@@ -242,7 +242,7 @@ def test_a_sign_in_needed_is_a_row_once() -> None:
 async def test_a_definition_held_is_a_row_naming_the_command_that_approves_it() -> None:
     rows = Rows()
     server = files_server({"add": FakeTool(echo, description=POISON)})
-    config = config_from({"files": {"command": "x"}})
+    config = config_from({"files": {"command": "x"}}, {"scan": "hold"})
     async with logged_proxy(config, MemoryUpstreams({"files": server}), rows):
         (held,) = await rows.wait_for("definition_held")
     assert (held.server, held.upstream) == ("files", "add")
@@ -268,7 +268,7 @@ def test_an_approval_by_the_trust_command_is_a_row(tmp_path: Path, capsys: pytes
     config.write_text(json.dumps({"mcpServers": {"mailroom": {"command": "python", "args": ["-c", "pass"]}}}))
     store = PinStore(tmp_path / "pins.json")
     tool = types.Tool(name="add", description=POISON, input_schema={"type": "object"})
-    Guard(config, Settings(), store=store).review("mailroom", [tool])
+    Guard(config, Settings(scan="hold"), store=store).review("mailroom", [tool])
     log = ActivityStore.open()
     before = log.last_id()
     assert trust.main(["mailroom", "--tool", "add", "-c", str(config)], store=PinStore(store.path)) == 0

@@ -117,7 +117,7 @@ async def test_no_tool_is_listed_before_its_scan_verdict(tmp_path: Path, gate: S
     """While the scan of a server's first listing waits in its worker thread, the proxy answers
     (its loop is free) and lists none of those tools; once the scan is done they are listed, but
     the one it flags, and the client is told."""
-    config = _config(tmp_path, {"notes": {"command": "notes"}}, pin=pin, startup_wait=0)
+    config = _config(tmp_path, {"notes": {"command": "notes"}}, pin=pin, scan="hold", startup_wait=0)
     tools = {
         "fact": FakeTool(lambda ctx, args: _ran(), description="Gets a fact about a topic."),
         "add": FakeTool(lambda ctx, args: _ran(), description=POISON),

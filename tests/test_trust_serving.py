@@ -80,7 +80,7 @@ def _read_only() -> types.ToolAnnotations:
 
 def _config(tmp_path: Path, servers: dict[str, Any], **patchbay: Any) -> Config:
     path = tmp_path / "patchbay.json"
-    document = {"mcpServers": servers, "patchbay": {"watch": False, "trust_poll": POLL, **patchbay}}
+    document = {"mcpServers": servers, "patchbay": {"watch": False, "trust_poll": POLL, "scan": "hold", **patchbay}}
     path.write_text(json.dumps(document), encoding="utf-8")
     return load_config(path)
 
@@ -395,7 +395,7 @@ async def test_a_held_tool_is_held_through_the_gateway(fast: bool) -> None:
     notes.add("add", POISON)
     async with serving_http(make_server("remote", notes.tools).streamable_http_app(host="127.0.0.1")) as base:
         remote = {"remote": {"type": "http", "url": f"{base}/mcp"}}
-        document = {"mcpServers": remote, "patchbay": {"watch": False, "fast_path": fast}}
+        document = {"mcpServers": remote, "patchbay": {"watch": False, "fast_path": fast, "scan": "hold"}}
         config = parse_config(json.dumps(document), Path("/virtual/patchbay.json"), environ={})
         gateway = Gateway(config, "127.0.0.1", 0)
         with anyio.fail_after(30):

@@ -76,7 +76,7 @@ class World:
             for name, path in self.files.items()
         }
         self.config = tmp / "patchbay.json"
-        settings = {"watch": False, "new_tools": "hold", "trust_poll": POLL, "connect_timeout": 30}
+        settings = {"watch": False, "new_tools": "hold", "scan": "hold", "trust_poll": POLL, "connect_timeout": 30}
         self.config.write_text(json.dumps({"mcpServers": servers, "patchbay": settings}), encoding="utf-8")
         self.env = {
             **os.environ,
