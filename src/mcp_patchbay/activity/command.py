@@ -188,6 +188,6 @@ def _bytes(count: int | None) -> str:
 
 
 def _shown(text: str, limit: int = 200) -> str:
-    from mcp_patchbay.trust.commands import printable
+    from mcp_patchbay.trust.wording import printable
 
     return printable(text, limit)

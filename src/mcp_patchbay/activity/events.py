@@ -245,7 +245,7 @@ class Events:
         return []
 
     def _held_now(self, at: float, holding: Mapping[str, Sequence[Any]]) -> list[ActivityRow]:
-        from mcp_patchbay.trust.commands import approve_command
+        from mcp_patchbay.trust.wording import approve_command
 
         rows: list[ActivityRow] = []
         now: set[tuple[str, str, str, str]] = set()

@@ -160,8 +160,8 @@ HELD_WHY = {
 
 def held_json(server: str, held: Held) -> dict[str, Any]:
     """One held definition as ``check`` reports it: why, the diff, the scan's sentences, the command."""
-    from mcp_patchbay.trust.commands import approve_command
     from mcp_patchbay.trust.diff import definition_diff
+    from mcp_patchbay.trust.wording import approve_command
 
     return {
         "server": server,
@@ -190,7 +190,7 @@ def _print_flagged(flagged: list[dict[str, Any]]) -> None:
     """What is served although the scan flagged it: each with the scan's sentences."""
     if not flagged:
         return
-    from mcp_patchbay.trust.commands import printable
+    from mcp_patchbay.trust.wording import printable
 
     print(f'\nflagged by the scan, served (patchbay.scan is "warn"; {len(flagged)}): read what it tells the model')
     for item in flagged:
@@ -203,7 +203,7 @@ def _print_held(held: list[dict[str, Any]], config: Config) -> None:
     """What the proxy holds back until approved: each with its diff, the scan's sentences and the command."""
     if not held:
         return
-    from mcp_patchbay.trust.commands import printable
+    from mcp_patchbay.trust.wording import printable
 
     print(f"\nheld back until you approve them ({len(held)}; not listed, not callable):")
     option = f" -c {config.path}"

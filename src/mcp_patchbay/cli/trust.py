@@ -130,8 +130,8 @@ def _records(config: Config, store: PinStore, server: str | None) -> list[tuple[
 
 
 def _item_json(server: str, kind: str, name: str, pending: Pending, approved: dict[str, Any] | None) -> dict[str, Any]:
-    from mcp_patchbay.trust.commands import approve_command
     from mcp_patchbay.trust.diff import definition_diff
+    from mcp_patchbay.trust.wording import approve_command
 
     return {
         "server": server,
@@ -202,7 +202,7 @@ _WHY = {
 
 
 def _print_item(item: dict[str, Any]) -> None:
-    from mcp_patchbay.trust.commands import printable
+    from mcp_patchbay.trust.wording import printable
 
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["first_seen"]))
     state = "held" if item["held"] else "served with a warning"
@@ -232,8 +232,8 @@ def _approve(
     fingerprint: str,
     as_json: bool,
 ) -> int:
-    from mcp_patchbay.trust.commands import FINGERPRINT_CHARS, printable
     from mcp_patchbay.trust.decide import approve
+    from mcp_patchbay.trust.wording import FINGERPRINT_CHARS, printable
 
     kind = "tool" if tool else "prompt" if prompt else None
     name = tool or prompt

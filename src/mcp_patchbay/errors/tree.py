@@ -316,7 +316,7 @@ def tool_changed(
     """What the model hears of a call to a tool (or a prompt) the proxy holds back until the user
     approves it (``trust``): nothing was run; the user approves it with ``mcp-patchbay trust``
     (the command shell-quoted, naming the held definition's fingerprint)."""
-    from mcp_patchbay.trust.commands import approve_command, list_command, printable
+    from mcp_patchbay.trust.wording import approve_command, list_command, printable
 
     why = HELD_WHY.get(reason, HELD_WHY["changed"])
     command = approve_command(server, kind, name, fingerprint)

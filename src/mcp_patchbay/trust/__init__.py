@@ -18,7 +18,7 @@ Modules (pure unless said):
 
 - ``fingerprint``: what is pinned of a tool or prompt, and its SHA-256.
 - ``text``: hidden characters, direction controls and look-alike letters; the text as patterns read it.
-- ``reading``: the strings a model reads of a definition, each with where it is.
+- ``strings``: the strings a model reads of a definition, each with where it is.
 - ``scan``: ``Scanner`` (the patterns of ``patterns.toml``, data shipped in the package, and
   the checks in code, compiled once per process by the worker thread that scans first) and
   ``ScanContext`` (the other servers, the catalog's lengths); its parts:
@@ -34,7 +34,7 @@ Modules (pure unless said):
 - ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
   ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
 - ``diff``: a held definition against the approved one, for a person.
-- ``commands``: the ``trust`` command a person is told to run (quoted, naming the held
+- ``wording``: the ``trust`` command a person is told to run (quoted, naming the held
   definition's fingerprint), and a server's strings escaped for a terminal or a log.
 - ``store`` (I/O: ``pins.json`` in the data folder): ``PinStore``, ``entry_key``.
 - ``locking`` (I/O): the exclusive lock processes and replicas take around a change.

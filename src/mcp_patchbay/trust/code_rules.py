@@ -24,8 +24,8 @@ from mcp_patchbay.trust.context import ScanContext, name_words, server_key
 from mcp_patchbay.trust.findings import Findings, clip
 from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.reader import BREAK, Reading
-from mcp_patchbay.trust.reading import Unit
 from mcp_patchbay.trust.rules import Expression
+from mcp_patchbay.trust.strings import Unit
 from mcp_patchbay.trust.text import name_lookalikes, oddities, only_colour_codes, plain, raw_offset
 
 __all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]

@@ -39,9 +39,9 @@ from typing import Any, Literal, cast
 
 import mcp_types as types
 
-from mcp_patchbay.trust.commands import printable
 from mcp_patchbay.trust.fingerprint import Definition, Kind, definition_of, fingerprint
 from mcp_patchbay.trust.scan import Finding
+from mcp_patchbay.trust.wording import printable
 
 __all__ = [
     "Decision",
@@ -223,7 +223,7 @@ class Held:
     approved: Definition | None
     """The approved definition it differs from (``None`` when new or first seen)."""
     fingerprint: str = ""
-    """The held definition's: the command that approves it names it (``commands.approve_command``)."""
+    """The held definition's: the command that approves it names it (``wording.approve_command``)."""
 
 
 @dataclass(frozen=True, slots=True)

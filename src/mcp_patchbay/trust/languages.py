@@ -20,7 +20,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from mcp_patchbay.trust.reading import Unit
+from mcp_patchbay.trust.strings import Unit
 
 __all__ = ["MIN_LETTERS", "language_of", "switched"]
 

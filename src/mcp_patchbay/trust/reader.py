@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mcp_patchbay.trust.reading import Unit, joined, line_of
 from mcp_patchbay.trust.rules import Expression
+from mcp_patchbay.trust.strings import Unit, joined, line_of
 
 __all__ = ["BREAK", "Reading", "inside", "word_matches"]
 

@@ -8,7 +8,7 @@
 What is read: every string the model reads of a definition (its title, description,
 parameter and output descriptions and titles, enum values, defaults, examples, annotation
 titles, parameter names read as words; a prompt's argument descriptions), each joined on its
-own line, so a pattern never matches across two of them (``reading``, ``reader``). What is found:
+own line, so a pattern never matches across two of them (``strings``, ``reader``). What is found:
 
 - the data of ``patterns.toml`` (``rules``): each pattern an id, a sentence for a person, and either
   one regular expression or a set of signals (named expressions) that must all be found in one
@@ -42,8 +42,8 @@ from mcp_patchbay.trust.findings import EXCERPT, Check, Finding, Findings, Sever
 from mcp_patchbay.trust.fingerprint import Definition, Kind
 from mcp_patchbay.trust.languages import switched
 from mcp_patchbay.trust.reader import Reading, Span
-from mcp_patchbay.trust.reading import SCOPES, Unit, units
 from mcp_patchbay.trust.rules import Expression, Pattern, Rules
+from mcp_patchbay.trust.strings import SCOPES, Unit, units
 from mcp_patchbay.trust.text import raw_offset
 
 __all__ = ["MAX_TOKEN_CHARS", "Finding", "ScanContext", "Scanner", "Severity"]

@@ -66,9 +66,9 @@ class Approval:
 def held_items(configs: Iterable[tuple[Path, Iterable[str]]], store: PinStore | None = None) -> list[HeldItem]:
     """What is held for the servers of each ``(config path, server names)``; raises
     ``trust.store.PinsUnreadable`` when the pins file is not pins."""
-    from mcp_patchbay.trust.commands import approve_command
     from mcp_patchbay.trust.diff import definition_diff
     from mcp_patchbay.trust.store import PinStore, entry_key
+    from mcp_patchbay.trust.wording import approve_command
 
     pins = (store or PinStore()).load()
     items: list[HeldItem] = []

@@ -116,7 +116,7 @@ async def held(ui: Ui, request: Request) -> Response:
 
 
 def _diff_line(line: str) -> dict[str, str]:
-    from mcp_patchbay.trust.commands import printable
+    from mcp_patchbay.trust.wording import printable
 
     if line.startswith(("+++", "---")):
         style = "head"
