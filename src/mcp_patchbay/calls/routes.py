@@ -9,6 +9,7 @@ run, and the route returns that answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -44,11 +45,12 @@ def own_tools(
         called, view = state.called, state.view
         own = exposure.names
         if called == STATUS_TOOL and settings.status_tool:
-            return tool_result(status_of(state.request))
+            return _logged(state, hooks, tool_result(status_of(state.request)))
         if called == own.find_tools:
-            return await _find_tools(
+            found = await _find_tools(
                 state.arguments, view, own=own, settings=settings, supervisor=supervisor, hooks=hooks
             )
+            return _logged(state, hooks, found)
         from mcp_patchbay.session.own_tools import read_route  # search mode's: not on the start's path
 
         read = read_route(own)
@@ -76,6 +78,17 @@ def own_tools(
         return inner(state)
 
     return step
+
+
+def _logged(state: CallState, hooks: Hooks, result: RawResult) -> RawResult:
+    """One of the proxy's own tools answered: the activity log gets it as a call of no server (a
+    routed call is logged by its own run; a failure, the edge logs)."""
+    if hooks.on_activity is not None:
+        hooks.on_activity(
+            ("tool_call", state.started, time.monotonic(), state.request, state.called, None, None, None,
+             state.arguments, result)
+        )  # fmt: skip
+    return result
 
 
 async def _find_tools(
