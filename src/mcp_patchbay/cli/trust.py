@@ -29,7 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mcp_patchbay.cli.options import UsageError
-from mcp_patchbay.cli.terminal import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser, load, server_named
+from mcp_patchbay.cli.terminal import EXIT_FAILED, EXIT_OK, Parser, load, run_command, server_named
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
@@ -71,13 +71,7 @@ def _parser() -> Parser:
 
 def run(command: str, argv: list[str]) -> int:
     """``mcp-patchbay trust ...`` (``cli.main`` dispatches it here)."""
-    try:
-        return main(argv)
-    except UsageError as exc:
-        print(f"mcp-patchbay {command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    return run_command(command, main, argv)
 
 
 def main(argv: list[str], store: PinStore | None = None) -> int:
