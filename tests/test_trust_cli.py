@@ -12,6 +12,7 @@ import pytest
 
 from mcp_patchbay.cli import main as cli_main
 from mcp_patchbay.cli import trust
+from mcp_patchbay.cli.terminal import EXIT_USAGE
 from mcp_patchbay.config.settings import Settings
 from mcp_patchbay.trust.guard import Guard
 from mcp_patchbay.trust.store import PinStore
@@ -46,7 +47,7 @@ def trust_cli(argv: list[str], store: PinStore) -> int:
         return trust.main(argv, store=PinStore(store.path))
     except trust.UsageError as exc:
         print(exc)
-        return trust.EXIT_USAGE
+        return EXIT_USAGE
 
 
 def test_list_shows_each_held_definition_with_its_diff_findings_and_command(
