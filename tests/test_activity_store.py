@@ -83,11 +83,15 @@ def test_server_stats_count_requests_errors_and_percentiles(tmp_path: Path) -> N
     store.record(row(110.0, kind="upstream_crash", server="files", outcome="CONNECTION_LOST"))
     store.record(row(1.0, server="files", duration_ms=5000.0, outcome="ok"))  # before the window
     store.record(row(110.0, server="mail", duration_ms=7.0, outcome="tool_error"))
+    other = ActivityRow(id=None, at=110.0, kind="tool_call", proxy="stdio pid 2", server="files", outcome="ok")
+    store.record(other)  # another proxy's call: counted apart
     stats = store.server_stats(since=100.0)
-    files = stats["files"]
+    files = stats["stdio pid 1", "files"]
     assert (files.calls, files.errors) == (21, 4)
     assert (files.p50_ms, files.p95_ms) == (11.0, 20.0)
-    assert (stats["mail"].calls, stats["mail"].errors, stats["mail"].p50_ms) == (1, 1, 7.0)
+    mail = stats["stdio pid 1", "mail"]
+    assert (mail.calls, mail.errors, mail.p50_ms) == (1, 1, 7.0)
+    assert stats["stdio pid 2", "files"].calls == 1
     store.close()
 
 

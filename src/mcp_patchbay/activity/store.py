@@ -326,32 +326,34 @@ class ActivityStore:
             found = self._db.execute("SELECT max(id) FROM activity").fetchone()[0]
         return int(found or 0)
 
-    def server_stats(self, since: float) -> dict[str, ServerStats]:
-        """Each server's tool calls, resource reads and prompt gets since ``since``: how many, how
-        many failed, and the median and 95th percentile of their durations."""
+    def server_stats(self, since: float) -> dict[tuple[str, str], ServerStats]:
+        """Each proxy's tool calls, resource reads and prompt gets of each server since ``since``,
+        by (the proxy's label, the server): how many, how many failed, and the median and 95th
+        percentile of their durations."""
         kinds = ", ".join(f"'{kind}'" for kind in REQUEST_KINDS)
         with self._lock:
             found = self._db.execute(
-                f"SELECT server, duration_ms, outcome FROM activity WHERE at >= ? AND kind IN ({kinds}) "
+                f"SELECT proxy, server, duration_ms, outcome FROM activity WHERE at >= ? AND kind IN ({kinds}) "
                 "AND server IS NOT NULL",
                 (since,),
             ).fetchall()
-        durations: dict[str, list[float]] = {}
-        calls: dict[str, int] = {}
-        errors: dict[str, int] = {}
-        for server, duration, outcome in found:
+        durations: dict[tuple[str, str], list[float]] = {}
+        calls: dict[tuple[str, str], int] = {}
+        errors: dict[tuple[str, str], int] = {}
+        for proxy, server, duration, outcome in found:
+            key = (proxy, server)
             if duration is not None:
-                durations.setdefault(server, []).append(duration)
-            calls[server] = calls.get(server, 0) + 1
-            errors[server] = errors.get(server, 0) + (outcome != "ok")
+                durations.setdefault(key, []).append(duration)
+            calls[key] = calls.get(key, 0) + 1
+            errors[key] = errors.get(key, 0) + (outcome != "ok")
         return {
-            server: ServerStats(
+            key: ServerStats(
                 calls=count,
-                errors=errors[server],
-                p50_ms=_percentile(durations.get(server, ()), 50),
-                p95_ms=_percentile(durations.get(server, ()), 95),
+                errors=errors[key],
+                p50_ms=_percentile(durations.get(key, ()), 50),
+                p95_ms=_percentile(durations.get(key, ()), 95),
             )
-            for server, count in calls.items()
+            for key, count in calls.items()
         }
 
 

@@ -78,7 +78,7 @@ class Store(Protocol):
         limit: int = 200,
     ) -> Sequence[Any]: ...
 
-    def server_stats(self, since: float) -> Mapping[str, Any]: ...
+    def server_stats(self, since: float) -> Mapping[tuple[str, str], Any]: ...
 
     def record(self, row: Any) -> Any: ...
 
@@ -91,7 +91,7 @@ class Log:
         self._row_type = row_type
         self.why_not = why_not
         """Why there is no log (shown on the page), when ``store`` is None."""
-        self._counted: tuple[float, dict[str, Stats]] | None = None
+        self._counted: tuple[float, dict[tuple[str, str], Stats]] | None = None
 
     @property
     def available(self) -> bool:
@@ -114,9 +114,9 @@ class Log:
             )
         )
 
-    def stats(self, now: float | None = None) -> dict[str, Stats]:
-        """Each server's calls, errors and times over the last ``STATS_WINDOW`` seconds, counted at
-        most ``STATS_FRESH`` seconds ago."""
+    def stats(self, now: float | None = None) -> dict[tuple[str, str], Stats]:
+        """Each proxy's calls, errors and times of each server (by the proxy's label in the log, and
+        the server) over the last ``STATS_WINDOW`` seconds, counted at most ``STATS_FRESH`` seconds ago."""
         if self.store is None:
             return {}
         now = time.time() if now is None else now

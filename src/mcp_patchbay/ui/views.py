@@ -74,13 +74,22 @@ def _client_title(snapshot: Mapping[str, Any]) -> str:
     return f"{name} {version}" if version else str(name)
 
 
-def proxy_view(snapshot: Mapping[str, Any], stats: Mapping[str, Any], now: float) -> dict[str, Any]:
-    """One proxy: who launched it, since when, its config, and each server's row."""
+def stats_of(stats: Mapping[tuple[str, str], Any], pid: object) -> dict[str, Any]:
+    """The log's counts of the proxy of process ``pid``, by server: its rows are labelled
+    ``stdio pid N`` or ``gateway HOST:PORT pid N`` (``activity.wiring``)."""
+    mine = f" pid {pid}"
+    return {server: counted for (proxy, server), counted in stats.items() if proxy.endswith(mine)}
+
+
+def proxy_view(snapshot: Mapping[str, Any], stats: Mapping[tuple[str, str], Any], now: float) -> dict[str, Any]:
+    """One proxy: who launched it, since when, its config, and each server's row (calls, errors
+    and times from the log: this proxy's own)."""
     servers: list[dict[str, Any]] = []
+    stats_here = stats_of(stats, snapshot.get("pid"))
     for server in snapshot.get("servers") or ():
         state = str(server.get("state") or "starting")
         label, style = STATES.get(state, (state.replace("_", " "), "wait"))
-        counted = stats.get(str(server.get("name")))
+        counted = stats_here.get(str(server.get("name")))
         servers.append(
             {
                 "name": server.get("name"),
