@@ -33,7 +33,7 @@ from mcp_patchbay.cli.terminal import EXIT_FAILED, EXIT_OK, Parser, load, run_co
 
 if TYPE_CHECKING:
     from mcp_patchbay.config import Config
-    from mcp_patchbay.trust.decide import Pending, Pin, ServerPins
+    from mcp_patchbay.trust.decide import Flagged, Pending, ServerPins
     from mcp_patchbay.trust.store import PinStore
 __all__ = ["main", "run"]
 
@@ -141,18 +141,18 @@ def _item_json(server: str, kind: str, name: str, pending: Pending, approved: di
     }
 
 
-def _served_json(server: str, kind: str, name: str, pin: Pin) -> dict[str, Any]:
+def _served_json(server: str, item: Flagged) -> dict[str, Any]:
     """A definition pinned and served although the scan flagged it (``patchbay.scan: "warn"``)."""
     return {
         "server": server,
-        "kind": kind,
-        "name": name,
+        "kind": item.kind,
+        "name": item.name,
         "reason": "flagged",
         "held": False,
-        "first_seen": pin.approved_at,
+        "first_seen": item.since,
         "diff": "",
-        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in pin.findings],
-        "fingerprint": pin.fingerprint,
+        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in item.findings],
+        "fingerprint": item.fingerprint,
         "approve": "",
     }
 
@@ -167,9 +167,9 @@ def _list(config: Config, store: PinStore, server: str | None, *, as_json: bool)
             for item_name, pending in sorted(record.pending[kind].items()):
                 pin = record.approved[kind].get(item_name)
                 items.append(_item_json(name, kind, item_name, pending, pin.definition if pin else None))
-            for item_name, pin in sorted(record.approved[kind].items()):
-                if pin.findings and item_name not in record.pending[kind]:
-                    served.append(_served_json(name, kind, item_name, pin))
+        served += [
+            _served_json(name, item) for item in record.served_flagged() if item.name not in record.pending[item.kind]
+        ]
     items.extend(served)
     held = [item for item in items if item["held"]]
     if as_json:

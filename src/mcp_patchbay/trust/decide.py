@@ -167,6 +167,25 @@ class ServerPins:
     def held(self) -> list[tuple[Kind, str, Pending]]:
         return [(kind, name, p) for kind in ("tool", "prompt") for name, p in self.pending[kind].items() if p.held]
 
+    def served_flagged(self) -> list[Flagged]:
+        """What this entry serves although the scan flagged it, by kind then name: an approved
+        definition kept with its findings and no newer one pending, or one recorded unheld
+        (``pin: "off"``) whose findings would hold it (``flagging``)."""
+        served: list[Flagged] = []
+        for kind in _KINDS:
+            found = [
+                Flagged(kind, name, pin.findings, pin.fingerprint, pin.approved_at)
+                for name, pin in self.approved[kind].items()
+                if pin.findings and name not in self.pending[kind]
+            ]
+            found += [
+                Flagged(kind, name, pending.findings, pending.fingerprint, pending.first_seen)
+                for name, pending in self.pending[kind].items()
+                if not pending.held and flagging(pending.findings)
+            ]
+            served += sorted(found, key=lambda item: item.name)
+        return served
+
     def same_pins(self, other: ServerPins | None) -> bool:
         """The same approvals and pending definitions (``seen_at`` aside): nothing to write."""
         return other is not None and (self.approved, self.pending, self.launch) == (

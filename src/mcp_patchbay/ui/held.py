@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from mcp_patchbay.trust.fingerprint import Kind
     from mcp_patchbay.trust.store import PinStore
 __all__ = ["Approval", "FlaggedItem", "HeldItem", "approve_exactly", "flagged_items", "held_items"]
 
@@ -100,7 +99,6 @@ def flagged_items(configs: Iterable[tuple[Path, Iterable[str]]], store: PinStore
     """What is served although the scan flagged it, for the servers of each ``(config path,
     server names)``: pinned with findings (``pin`` on), or recorded unheld (``pin: "off"``).
     Raises ``trust.store.PinsUnreadable`` when the pins file is not pins."""
-    from mcp_patchbay.trust.decide import flagging
     from mcp_patchbay.trust.store import PinStore, entry_key
 
     pins = (store or PinStore()).load()
@@ -110,18 +108,9 @@ def flagged_items(configs: Iterable[tuple[Path, Iterable[str]]], store: PinStore
             record = pins.get(entry_key(path, server))
             if record is None:
                 continue
-            kinds: tuple[Kind, ...] = ("tool", "prompt")
-            for kind in kinds:
-                found: dict[str, tuple[float, tuple[str, ...], str]] = {}
-                for name, pin in record.approved[kind].items():
-                    if pin.findings and name not in record.pending[kind]:
-                        found[name] = (pin.approved_at, tuple(f.sentence() for f in pin.findings), pin.fingerprint)
-                for name, pending in record.pending[kind].items():
-                    if not pending.held and flagging(pending.findings):
-                        sentences = tuple(f.sentence() for f in pending.findings)
-                        found[name] = (pending.first_seen, sentences, pending.fingerprint)
-                for name, (since, sentences, stamp) in sorted(found.items()):
-                    items.append(FlaggedItem(path, server, kind, name, since, sentences, stamp))
+            for item in record.served_flagged():
+                sentences = tuple(finding.sentence() for finding in item.findings)
+                items.append(FlaggedItem(path, server, item.kind, item.name, item.since, sentences, item.fingerprint))
     return items
 
 
