@@ -170,7 +170,7 @@ def held_json(server: str, held: Held) -> dict[str, Any]:
         "reason": held.reason,
         "why": HELD_WHY[held.reason],
         "diff": definition_diff(held.approved, held.definition),
-        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in held.findings],
+        "findings": [finding.reported() for finding in held.findings],
         "approve": approve_command(server, held.kind, held.name, held.fingerprint),
     }
 
@@ -182,7 +182,7 @@ def flagged_json(server: str, flagged: Flagged) -> dict[str, Any]:
         "kind": flagged.kind,
         "name": flagged.name,
         "fingerprint": flagged.fingerprint,
-        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in flagged.findings],
+        "findings": [finding.reported() for finding in flagged.findings],
     }
 
 

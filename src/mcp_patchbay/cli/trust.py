@@ -135,7 +135,7 @@ def _item_json(server: str, kind: str, name: str, pending: Pending, approved: di
         "held": pending.held,
         "first_seen": pending.first_seen,
         "diff": definition_diff(approved, pending.definition),
-        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in pending.findings],
+        "findings": [finding.reported() for finding in pending.findings],
         "fingerprint": pending.fingerprint,
         "approve": approve_command(server, kind, name, pending.fingerprint),
     }
@@ -151,7 +151,7 @@ def _served_json(server: str, item: Flagged) -> dict[str, Any]:
         "held": False,
         "first_seen": item.since,
         "diff": "",
-        "findings": [finding.as_json() | {"sentence": finding.sentence()} for finding in item.findings],
+        "findings": [finding.reported() for finding in item.findings],
         "fingerprint": item.fingerprint,
         "approve": "",
     }

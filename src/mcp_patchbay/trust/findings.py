@@ -61,6 +61,10 @@ class Finding:
             "severity": self.severity,
         }
 
+    def reported(self) -> dict[str, Any]:
+        """The finding as ``check --json`` and ``trust --list --json`` report it: its fields and its sentence."""
+        return self.as_json() | {"sentence": self.sentence()}
+
     @classmethod
     def from_json(cls, values: Mapping[str, Any]) -> Finding:
         severity: Severity = "note" if values.get("severity") == "note" else "hold"
