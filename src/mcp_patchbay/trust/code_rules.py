@@ -2,12 +2,13 @@
 
 - ``characters``: hidden characters, direction controls, look-alike letters (``text``): a pattern
   reads the text after they are removed and folded, so it cannot see them.
-- ``decoded``: text spelled in base64: a pattern cannot decode.
+- ``decoded``: text spelled in base64 or ROT13: a pattern cannot decode.
 - ``mentions``: another server's tool or another server named: which names are another server's
   is known only from the catalog (``ScanContext``), as the scan runs.
 - ``fixed_destinations``: a parameter whose default is an address data leaves by and whose
-  text says to keep it: it joins two fields of one parameter (its default and its description),
-  and a pattern reads one string at a time.
+  text says to keep it, a recipient parameter whose default is an outside address, a schema
+  ``pattern`` that makes every value start with an outside URL's query: each joins fields of one
+  parameter (its name, default, description or pattern), and a pattern reads one string at a time.
 - ``OwnPurpose``: what a definition says it is for, and whether a name is its own: the
   definition's own name, parameters and server's tools are known only as the scan runs.
 """
@@ -26,7 +27,14 @@ from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.reader import BREAK, Reading
 from mcp_patchbay.trust.rules import Expression
 from mcp_patchbay.trust.strings import Unit
-from mcp_patchbay.trust.text import name_lookalikes, oddities, only_colour_codes, plain, raw_offset
+from mcp_patchbay.trust.text import (
+    name_lookalikes,
+    oddities,
+    only_colour_codes,
+    plain,
+    raw_offset,
+    visible_styles_removed,
+)
 
 __all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]
 
@@ -48,6 +56,7 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
     """Hidden characters, direction controls, look-alike names and mixed-script words. In code:
     the patterns read the text with these removed and folded, and whether an invisible character
     is honest depends on the characters around it (a joiner inside Persian, a flag's tags)."""
+    ascii_lookalike_name(units, found)
     for unit in units:
         if plain(unit.text) or unit.scope == "name-parameter":
             continue
@@ -57,7 +66,10 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
                 found.check("lookalike-name", "characters", unit.where, why)
         if only_colour_codes(unit.text):
             continue  # a value that is only a terminal colour code (an enum of colours) hides no text
-        odd = oddities(unit.text)
+        text = visible_styles_removed(unit.text)  # a recording's colours around words it shows
+        if plain(text):
+            continue
+        odd = oddities(text)
         if odd.bidi:
             found.check("direction-controls", "characters", unit.where, f"{odd.bidi} direction controls")
         if odd.hidden > odd.bidi:
@@ -66,6 +78,36 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
         if odd.mixed_words and unit.scope != "name":
             check = "mixed-script-named" if _explained(unit.text, odd.mixed_words) else "mixed-script"
             found.check(check, "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+
+
+_ASCII_TWINS = re.compile(r"I|[01|]|rn|vv")
+"""ASCII that passes for other ASCII letters in a name: a capital I or a 1 or | for an l, a 0 for an o,
+rn for m, vv for w."""
+_NAMED_TOOL = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+")
+
+
+def _ascii_skeleton(name: str) -> str:
+    """What ``name`` reads as when its ASCII look-alikes are taken for the letters they pass for."""
+    folded = name.replace("I", "l").replace("|", "l").lower()
+    return folded.replace("1", "l").replace("0", "o").replace("rn", "m").replace("vv", "w")
+
+
+def ascii_lookalike_name(units: Sequence[Unit], found: Findings) -> None:
+    """A name spelled in ASCII that reads as another tool's name its own text names (``read_fiIe``,
+    a capital I for the l, beside "a drop-in for read_file"): it passes for the tool the user trusts.
+    In code: two names are compared letter by letter once the look-alikes are folded, which no
+    pattern over one string can do."""
+    name = next((u.text for u in units if u.scope == "name"), "")
+    if not name.isascii() or _ASCII_TWINS.search(name) is None:
+        return  # the common case: nothing in the name passes for another letter
+    skeleton, lowered = _ascii_skeleton(name), name.lower()
+    for unit in units:
+        if unit.scope not in ("text", "parameter"):
+            continue
+        for other in _NAMED_TOOL.findall(unit.text):
+            if other.lower() != lowered and _ascii_skeleton(other) == skeleton:
+                found.check("ascii-lookalike-name", "characters", "name", f"'{name}' reads as '{other}'")
+                return
 
 
 def _explained(text: str, words: Sequence[str]) -> bool:
@@ -82,13 +124,38 @@ def _quoted(text: str, word: str) -> bool:
     return at > 0 and text[at - 1] in "'\"`\u2018\u201c"
 
 
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
+_ROT13_WORDS = (" gur ", " naq ", " lbh ", " hfre ", " bs ", " jvgu ", " guvf ", " gung ")
+"""Common English words in ROT13 (the, and, you, user, of, with, this, that): two of them, and the
+text is decoded and read. English holds none of them as words."""
+
+
+def _rot13(unit: Unit) -> str | None:
+    """``unit``'s text decoded from ROT13 if it holds English in ROT13, else None."""
+    if " gur " not in unit.text and " naq " not in unit.text and " lbh " not in unit.text:
+        return None  # the common case, decided without lowering the text
+    text = unit.text.lower()
+    if sum(word in text for word in _ROT13_WORDS) < 2:
+        return None
+    decoded = text.translate(_ROT13)
+    if sum(word in decoded for word in _ROT13_WORDS) >= sum(word in text for word in _ROT13_WORDS):
+        return None  # as much "ROT13" decoded as before: not English in ROT13
+    return decoded
+
+
 def decoded(units: Sequence[Unit], found: Findings) -> Iterator[Unit]:
-    """Text spelled in base64 inside a string, decoded, as one more string of the same field
-    (a note says so): a person sees letters, the model can decode them. In code, not a
+    """Text spelled in base64 or ROT13 inside a string, decoded, as one more string of the same
+    field (a note says so): a person sees letters, the model can decode them. In code, not a
     pattern: a pattern cannot decode."""
     for unit in units:
         if unit.scope not in ("text", "parameter") or len(unit.text) < MIN_ENCODED:
             continue
+        rotated = _rot13(unit)
+        if rotated is not None:
+            found.check("encoded-text", "characters", unit.where, "ROT13: " + clip(rotated))
+            yield Unit(f"{unit.where} (decoded from ROT13)", rotated, unit.scope)
         if max(map(len, unit.text.split()), default=0) < MIN_ENCODED:
             continue  # no word long enough: the common case, decided without a search
         for match in _BASE64.finditer(unit.text):
@@ -224,14 +291,48 @@ _LEAVES = re.compile(
 """What says data goes to the address: a copy, a mirror, a destination, a webhook."""
 
 
+_RECIPIENTS = re.compile(
+    r"(to|cc|bcc|recipients?|attendees?|guests?|invitees?|participants?|watchers?|reviewers?|members?"
+    r"|share_?with|notify|subscribers?|collaborators?|assignees?|followers?)(_?(list|emails?|addresses))?"
+)
+"""Parameter names whose values are who receives or sees what the call makes."""
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)*\.[a-z]{2,}", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"@(example|test|domain|company|acme|email|yourcompany|your-domain)\.", re.IGNORECASE)
+_URL_PREFIX = re.compile(r"\^\(?(\?:)?https?:(//|\\/\\/)[^()\[\]*+|]*=")
+"""A schema ``pattern`` making every value start with a URL whose query ends the fixed part
+(``^https://host/r[?]u=.*$``): the value is wrapped into another site's address."""
+
+
+def _default_recipient(name: str, default: object) -> str | None:
+    """An outside address a recipient parameter holds by default (one value or a list), else None."""
+    if _RECIPIENTS.fullmatch(name.lower()) is None:
+        return None
+    values = cast("list[object]", default) if isinstance(default, list) else [default]
+    for value in values:
+        if isinstance(value, str) and _EMAIL.search(value) and not _PLACEHOLDER.search(value):
+            return value
+    return None
+
+
 def fixed_destinations(definition: Definition, found: Findings) -> None:
     """A parameter whose default is an address data leaves by (a ``bcc`` of an outside address, a
     ``mirror_url``, a public bucket) and whose name, description or default tells the model to keep
-    it: every call sends what the parameter carries, or a copy of it, there. In code: it joins the
-    default with the parameter's name and description, which patterns read one at a time."""
+    it: every call sends what the parameter carries, or a copy of it, there. So does a recipient
+    parameter (``attendees``, ``cc``) whose default is an outside address, kept unless the model
+    changes it, and a ``pattern`` that makes every value start with another site's query. In code:
+    it joins the default or the pattern with the parameter's name and description, which patterns
+    read one at a time."""
     schema = definition.get("inputSchema")
     for name, values in _properties(schema, ""):
         default = values.get("default", values.get("const"))
+        pattern = values.get("pattern")
+        if isinstance(pattern, str) and _URL_PREFIX.match(pattern):
+            found.check("forced-prefix", "exfiltration", f"parameter '{name}'", clip(pattern))
+            return
+        recipient = _default_recipient(name, default)
+        if recipient is not None:
+            found.check("default-recipient", "exfiltration", f"parameter '{name}'", clip(recipient))
+            return
         if not isinstance(default, str) or not _ADDRESS.search(default):
             continue
         description = values.get("description")

@@ -37,6 +37,7 @@ __all__ = [
     "only_colour_codes",
     "plain",
     "raw_offset",
+    "visible_styles_removed",
     "visible_text",
 ]
 
@@ -66,6 +67,20 @@ HIDDEN = re.compile(
 )
 """Characters that render as nothing or as a plain space: Unicode's format characters (Cf),
 controls, fillers and variation selectors (some honest in context: ``_honest``)."""
+
+_NAMED: dict[str, tuple[str, ...]] = {
+    "\u200b": ("zwsp", "200b", "zero-width space", "zero width space"),
+    "\u200c": ("zwnj", "200c", "non-joiner"),
+    "\u200d": ("zwj", "200d", "joiner"),
+    "\u200e": ("lrm", "200e", "left-to-right mark"),
+    "\u200f": ("rlm", "200f", "right-to-left mark"),
+    "\u2060": ("wj", "2060", "word joiner"),
+    "\ufeff": ("bom", "feff", "zwnbsp", "byte order mark"),
+}
+"""Invisible characters and the names a text gives them: one written beside its own name ("keeps
+joiners \u200d(ZWJ)\u200d as they are") is shown, not hidden, in a text about such characters."""
+_NAME_REACH = 12
+"""How far from an invisible character its name may be written (a parenthesis and a space between)."""
 
 _FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,7}\U000e007f")
 """A subdivision flag: a black flag, its region in tag letters, a cancel tag (RGI's are five)."""
@@ -157,7 +172,9 @@ def hidden_positions(text: str) -> list[int]:
                 continue
         elif _SELECTORS.match(char) and before and not _SELECTORS.match(before) and _takes_selector(before):
             continue
-        elif char in _MARKS:
+        if char in _NAMED and _named_beside(text, at, _NAMED[char]):
+            continue
+        if char in _MARKS:
             if rtl is None:
                 rtl = _right_to_left(text)
             if rtl:
@@ -165,6 +182,12 @@ def hidden_positions(text: str) -> list[int]:
         found.append(at)
     found.extend(match.start() for match in _BARE_CR.finditer(text))
     return sorted(found)
+
+
+def _named_beside(text: str, at: int, names: tuple[str, ...]) -> bool:
+    """The invisible character at ``at`` has its name written beside it: a text about such characters."""
+    near = text[max(0, at - _NAME_REACH) : at + _NAME_REACH + 1].lower()
+    return any(name in near for name in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +214,24 @@ def only_colour_codes(text: str) -> bool:
     return "\x1b" in text and not _COLOUR_CODE.sub("", text).strip()
 
 
+_SGR = re.compile("\x1b\\[([0-9;]*)m")
+_VISIBLE_STYLES = frozenset(
+    {"", "0", "1", "3", "4", "22", "23", "24", "39", *map(str, range(31, 37)), *map(str, range(91, 97))}
+)
+"""Styles that leave every word seen: reset, bold, italic, underline, and the foreground colours but
+black and white (which a terminal of that colour shows as nothing). Concealed text (8), a
+background, faint text and cursor moves can hide words: not among them."""
+
+
+def visible_styles_removed(text: str) -> str:
+    """``text`` without its terminal style sequences that leave every word seen (a recording's
+    ``ESC[32mPASS ESC[0m``): what is left is what can hide text. In code: whether a sequence hides
+    anything depends on its parameters, read one by one."""
+    if "\x1b" not in text:
+        return text
+    return _SGR.sub(lambda m: "" if set(m[1].split(";")) <= _VISIBLE_STYLES else m[0], text)
+
+
 def plain(text: str) -> bool:
     """``text`` is ASCII without a control but tab and line breaks: nothing in it is hidden,
     nothing to fold (nearly all real definitions: the fast path)."""
@@ -206,7 +247,27 @@ def oddities(text: str) -> Oddities:
     bidi = sum(char in BIDI_CONTROLS for char in found)
     tags = "".join(chr(ord(char) - 0xE0000) for char in found if 0xE0020 <= ord(char) <= 0xE007E)
     mixed = tuple(word for word in _WORD.findall(text) if _mixes_scripts(word))
+    if mixed and _latin_alphabet_beyond_ascii(text):
+        mixed = tuple(word for word in mixed if not _latin_lookalikes_only(word))
     return Oddities(len(found), bidi, tags, mixed[:5])
+
+
+def _latin_alphabet_beyond_ascii(text: str) -> bool:
+    """``text`` holds Latin letters outside ASCII that pass for none (Turkish ``ş``, ``ö``, ``ç``):
+    it is written in an alphabet whose letters may include one that does (Turkish's dotless i, U+0131)."""
+    return any(
+        not char.isascii()
+        and char.isalpha()
+        and char not in LOOKALIKES
+        and unicodedata.name(char, "").startswith("LATIN")
+        for char in text
+    )
+
+
+def _latin_lookalikes_only(word: str) -> bool:
+    """Every letter of ``word`` outside ASCII is a Latin letter (a dotless i): a word of a Latin
+    alphabet, not one mixing scripts."""
+    return all(char.isascii() or unicodedata.name(char, "").startswith("LATIN") for char in word)
 
 
 def _mixes_scripts(word: str) -> bool:
