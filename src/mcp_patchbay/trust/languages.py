@@ -59,9 +59,20 @@ _COMMON: dict[str, frozenset[str]] = {
         "l'assistente sono questo questa"
     ),
     "pt": _words("os e para da das dos uma é com que não quando sempre usuário utilizador na ao seu sua este esta se"),
+    "pl": _words(
+        "nie jest się że dla przy oraz jeśli lub od po jak być użytkownika użytkownik zawsze każdym każdy "
+        "wszystkie także tylko tego jego ich do"
+    ),
+    "nl": _words("het een van voor niet met zijn wordt ook bij naar deze dit altijd gebruiker de je u wanneer"),
+    "id": _words(
+        "dan yang untuk dengan ini itu dari ke tidak akan di pada atau adalah setiap pengguna jangan kali kamu anda"
+    ),
+    "vi": _words("của và các cho được người không một để trong với là có này khi những từ dùng hãy"),
+    "tr": _words("ve bir bu için ile olarak veya her kullanıcı değil daha gibi çok ise kullanıcının"),  # noqa: RUF001
 }
 """Common words of the Latin-script languages told apart (a sentence's language is the one whose
-words it holds most of, at least two of them)."""
+words it holds most of, at least two of them). Each language a directive can be slipped in needs its
+list: a sentence of a language with none is told as no language and never read as switched."""
 _OTHER_WORDS: frozenset[str] = (
     frozenset[str]().union(*(ws for language, ws in _COMMON.items() if language != "en")) - _COMMON["en"]
 )
