@@ -87,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--set", type=Path, metavar="PATH", help="only this set's counts, overall and per family (names nothing)"
     )
+    parser.add_argument(
+        "--patterns-only", action="store_true", help="the patterns and checks without the learned reading"
+    )
     args = parser.parse_args(argv)
     started = time.process_time()
-    scanner = Scanner.default()
+    scanner = Scanner.default(learned=not args.patterns_only)
     compiled = time.process_time() - started
     if args.set is not None:
         figures = counts_only(fixture_figures(scanner, args.set))
@@ -101,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             f"benign held {figures['benign_flagged']} of {figures['benign']} ({figures['benign_flagged_rate']:.1%})"
         )
         print_families(figures)
+        if not args.patterns_only:
+            alone = counts_only(fixture_figures(Scanner.default(learned=False), args.set))
+            print(
+                f"  the patterns alone: poisoned held {alone['caught']} ({alone['caught_rate']:.1%}); "
+                f"benign held {alone['benign_flagged']} ({alone['benign_flagged_rate']:.1%})"
+            )
         return 0
     fixture = fixture_figures(scanner)
     real = catalog_figures(scanner)
@@ -129,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    - {sentence}")
     print(
         f"Scan time: {timed['cpu_seconds'] * 1000:.0f} ms of CPU for {timed['tools']:.0f} real tools "
-        f"(context included; patterns compiled once in {compiled * 1000:.0f} ms)"
+        f"(context included; patterns and model read once in {compiled * 1000:.0f} ms)"
     )
     return 0 if _gates(fixture, real) else 1
 

@@ -31,6 +31,7 @@ from mcp_patchbay.trust.text import (
     name_lookalikes,
     oddities,
     only_colour_codes,
+    own_notation,
     plain,
     raw_offset,
     visible_styles_removed,
@@ -57,12 +58,13 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
     the patterns read the text with these removed and folded, and whether an invisible character
     is honest depends on the characters around it (a joiner inside Persian, a flag's tags)."""
     ascii_lookalike_name(units, found)
+    own_text = "\n".join(u.text for u in units if u.where in ("title", "description"))
     for unit in units:
         if plain(unit.text) or unit.scope == "name-parameter":
             continue
         if unit.scope == "name":
             why = name_lookalikes(unit.text)
-            if why is not None:
+            if why is not None and not own_notation(unit.text, own_text):
                 found.check("lookalike-name", "characters", unit.where, why)
         if only_colour_codes(unit.text):
             continue  # a value that is only a terminal colour code (an enum of colours) hides no text

@@ -41,12 +41,13 @@ from mcp_patchbay.trust.context import ScanContext, name_words
 from mcp_patchbay.trust.findings import EXCERPT, Check, Finding, Findings, Severity, clip
 from mcp_patchbay.trust.fingerprint import Definition, Kind
 from mcp_patchbay.trust.languages import switched
+from mcp_patchbay.trust.learned import Model
 from mcp_patchbay.trust.reader import Reading, Span
 from mcp_patchbay.trust.rules import Expression, Pattern, Rules
 from mcp_patchbay.trust.strings import SCOPES, Unit, units
 from mcp_patchbay.trust.text import raw_offset
 
-__all__ = ["MAX_TOKEN_CHARS", "Finding", "ScanContext", "Scanner", "Severity"]
+__all__ = ["MAX_TOKEN_CHARS", "UNSEEN_BY_MODEL", "Finding", "ScanContext", "Scanner", "Severity", "weighed_by_model"]
 
 PATTERNS_FILE = "patterns.toml"
 MAX_FIELD_CHARS = 64 * 1024
@@ -54,6 +55,14 @@ MAX_FIELD_CHARS = 64 * 1024
 seen is some 30,000); past it, or past ``MAX_DEFINITION_CHARS`` in all, the rest is not
 scanned and the definition gets the ``too-long`` finding, which holds like any other."""
 MAX_DEFINITION_CHARS = 256 * 1024
+UNSEEN_BY_MODEL = frozenset({
+    "hidden-characters", "direction-controls", "lookalike-name", "ascii-lookalike-name", "mixed-script", "too-long",
+    "other-server-tool", "other-server", "fixed-destination", "default-recipient", "forced-prefix",
+})  # fmt: skip
+"""Findings the learned reading cannot weigh, never cleared by it: it reads words, not hidden characters,
+look-alike letters, lengths or a schema's defaults and patterns as addresses, and it is not told which
+tools and servers the session has."""
+_DECODED = "(decoded from"
 _QUOTED = re.compile(r"'([^']*)'")
 FRAMING_REACH = 80
 """How far after what it frames a refusal's or a detector's words may be ("... are refused")."""
@@ -71,33 +80,40 @@ class Scanner:
         patterns: Sequence[Pattern],
         checks: Mapping[str, Check],
         signals: Mapping[str, Expression] | None = None,
+        model: Model | None = None,
     ) -> None:
         self.patterns = tuple(patterns)
+        self.model = model
+        """The learned reading (``learned``): holds a text that reads as poisoned as a whole, and
+        clears what the patterns found in one that reads as honest; None: the patterns alone."""
         self.checks = dict(checks)
-        self.order = (signals or {}).get("order")
+        self.signals = dict(signals or {})
+        self.order = self.signals.get("order")
         self.pointer = (signals or {}).get("pointer")
         """Orders to the model (``patterns.toml``'s signal): another server's tool named in a
         sentence that gives one is held; named alone, it is a note."""
 
     @classmethod
     @functools.cache
-    def default(cls) -> Scanner:
-        """The patterns shipped in the package (``patterns.toml``), read and compiled once per
-        process, by the first caller (the worker thread that scans first: not at import, so a
-        start that scans nothing pays nothing)."""
+    def default(cls, *, learned: bool = True) -> Scanner:
+        """The patterns shipped in the package (``patterns.toml``) and the learned reading
+        (``learned_model.bin``; ``learned=False``: the patterns alone, what it is trained beside),
+        read and compiled once per process, by the first caller (the worker thread that scans
+        first: not at import, so a start that scans nothing pays nothing)."""
         text = resources.files("mcp_patchbay.trust").joinpath(PATTERNS_FILE).read_text(encoding="utf-8")
-        return cls.from_toml(text)
+        return cls.from_toml(text, Model.default() if learned else None)
 
     @classmethod
-    def from_toml(cls, text: str) -> Scanner:
+    def from_toml(cls, text: str, model: Model | None = None) -> Scanner:
         rules = Rules.from_toml(text)
-        return cls(rules.patterns, rules.checks, rules.signals)
+        return cls(rules.patterns, rules.checks, rules.signals, model)
 
     def scan(
         self, definition: Definition, kind: Kind = "tool", *, server: str = "", context: ScanContext | None = None
     ) -> tuple[Finding, ...]:
         """Every finding in one definition, at most one per pattern or check (the first place found)."""
         read, cut = _capped(units(definition, kind))
+        written = read
         found = Findings(self.checks)
         if cut is not None:
             said = f"over {MAX_FIELD_CHARS:,} characters in one text or {MAX_DEFINITION_CHARS:,} in all"
@@ -142,6 +158,8 @@ class Scanner:
                     "description",
                     f"{len(description):,} characters; most in this catalog have under {context.long_limit:,}",
                 )
+        if self.model is not None:
+            _weigh(self.model, written, found)
         return tuple(found.values())
 
     def _first(self, pattern: Pattern, read: Reading, own: OwnPurpose) -> Finding | None:
@@ -180,6 +198,36 @@ class Scanner:
                 excerpt = clip(read.text[start : min(last, start + 4 * EXCERPT)])
                 return Finding(pattern.id, pattern.finding, where, excerpt, pattern.explain, pattern.severity, at)
         return None
+
+
+def _weigh(model: Model, read: Sequence[Unit], found: Findings) -> None:
+    """The learned reading of the whole text, beside the patterns' (``learned.Thresholds``): on a text
+    of ``words`` words or more, at or above ``holds`` it holds the definition (pointing to the sentence
+    that weighs most); below ``clears``, each finding about what the text says is kept as a note, and a
+    note says why. In code, not a pattern: it weighs every word of the definition at once."""
+    chance, words = model.weigh(unit.text for unit in read)
+    if words < model.thresholds.words:
+        return
+    if chance >= model.thresholds.holds:
+        strongest = model.strongest(read)
+        if strongest is not None:
+            found.check(
+                "learned-reading", "instructions", strongest.unit.where, clip(strongest.text), offset=strongest.offset
+            )
+        return
+    if chance >= model.thresholds.clears:
+        return
+    cleared = [key for key, finding in found.items() if finding.holds and weighed_by_model(finding)]
+    for key in cleared:
+        found[key] = replace(found[key], severity="note")
+    if cleared:
+        found.check("learned-clears", "instructions", "the whole definition", "")
+
+
+def weighed_by_model(finding: Finding) -> bool:
+    """The learned reading can clear ``finding``: one about the words of the definition as written
+    (not ``UNSEEN_BY_MODEL``, nor found in text decoded from base64, which the model reads as one word)."""
+    return finding.id not in UNSEEN_BY_MODEL and _DECODED not in finding.where
 
 
 def _named(expression: re.Pattern[str], unit: Unit) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "name_lookalikes",
     "oddities",
     "only_colour_codes",
+    "own_notation",
     "plain",
     "raw_offset",
     "visible_styles_removed",
@@ -127,6 +128,15 @@ def _letter_of_joining_script(char: str) -> bool:
     ) and unicodedata.category(char)[0] in "LM"
 
 
+def _letter_of_unspaced_script(char: str) -> bool:
+    """Thai, Lao, Tibetan, Myanmar and Khmer: scripts written without spaces between words, where a
+    zero-width space marks where a line may break."""
+    code = ord(char)
+    return (0x0E00 <= code <= 0x0FFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF) and unicodedata.category(
+        char
+    )[0] in "LM"
+
+
 def _right_to_left(text: str) -> bool:
     return any(0x0590 <= ord(c) <= 0x08FF or 0xFB1D <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFC for c in text)
 
@@ -147,6 +157,28 @@ def _emoji_side(char: str) -> bool:
     return unicodedata.category(char) in ("So", "Sk", "Me") or char == "\ufe0f"
 
 
+def _honest_between(char: str, before: str, after: str, at: int) -> bool:
+    """An invisible character honest for the characters either side of it (``at``: where it is)."""
+    if char in _JOINERS:
+        if before and _letter_of_joining_script(before):
+            if after and _letter_of_joining_script(after):
+                return True  # between letters of a script spelled with joiners
+            if unicodedata.category(before) == "Mn" and not (after and after.isalpha()):
+                return True  # after a virama ending a word (Malayalam's chillu: "\u0d33\u0d4d\u200d.")
+        return bool(char == "\u200d" and before and after and _emoji_side(before)) and unicodedata.category(after) in (
+            "So",
+            "Sk",
+        )
+    if _SELECTORS.match(char):
+        return bool(before) and not _SELECTORS.match(before) and _takes_selector(before)
+    if char == "\u00ad":
+        return before.isalpha() and after.isalpha()  # inside a word, where it may break ("Donau\u00addampf")
+    if char == "\u200b":
+        # between words of Thai, Lao, Khmer, Myanmar or Tibetan, which put no space there
+        return bool(before and after) and _letter_of_unspaced_script(before) and _letter_of_unspaced_script(after)
+    return char == "\ufeff" and at == 0  # a byte order mark a file's text began with
+
+
 def hidden_positions(text: str) -> list[int]:
     """Where ``text`` holds a character that shows as nothing and is not honest where it stands."""
     flags: set[int] = set()
@@ -162,15 +194,7 @@ def hidden_positions(text: str) -> list[int]:
         char = match[0]
         before = text[at - 1] if at > 0 else ""
         after = text[at + 1] if at + 1 < len(text) else ""
-        if char in _JOINERS and before:
-            if _letter_of_joining_script(before) and (
-                (after and _letter_of_joining_script(after))
-                or (unicodedata.category(before) == "Mn" and not (after and after.isalpha()))
-            ):
-                continue  # between letters, or after a virama ending a word (Malayalam's chillu: "ള്‍.")
-            if char == "\u200d" and after and _emoji_side(before) and unicodedata.category(after) in ("So", "Sk"):
-                continue
-        elif _SELECTORS.match(char) and before and not _SELECTORS.match(before) and _takes_selector(before):
+        if _honest_between(char, before, after, at):
             continue
         if char in _NAMED and _named_beside(text, at, _NAMED[char]):
             continue
@@ -295,6 +319,27 @@ def _confusable(char: str) -> bool:
     return name.startswith(_CONFUSABLE_SCRIPTS)
 
 
+def own_notation(name: str, text: str) -> bool:
+    """Every letter of ``name`` that could pass for another is one its own ``text`` (the description) writes too, and
+    each is either a Latin letter of an alphabet beyond ASCII that text is written in (Turkish
+    ``\u015fifre_s\u0131f\u0131rla`` described in Turkish) or a Greek letter with no Latin twin used as a
+    symbol (``compute_\u0394v`` beside "\u0394v = Isp \u00b7 g\u2080 \u00b7 ln(m\u2080/m_f)", ``\u03bcs``): the name is
+    spelled as the tool's own text is, not disguised as a Latin name. A Cyrillic or Greek letter
+    that passes for a Latin one never is."""
+    odd = {char for char in name if not char.isascii() and char.isalpha() and _confusable(char)}
+    if not odd or not text:
+        return False
+    for char in odd:
+        if char not in text:
+            return False
+        label = unicodedata.name(char, "")
+        if label.startswith("GREEK") and char not in LOOKALIKES:
+            continue
+        if not (label.startswith("LATIN") and _latin_alphabet_beyond_ascii(text)):
+            return False
+    return True
+
+
 def name_lookalikes(name: str) -> str | None:
     """Why a name (a tool's, a prompt's, a parameter's) may pass for another, or None: a hidden
     character, a form NFKC makes ASCII (fullwidth, mathematical letters), a word mixing ASCII
@@ -333,8 +378,8 @@ def visible_text(text: str) -> str:
     if not plain(text):
         text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
         hidden = hidden_positions(text)
-        if hidden:
-            drop = set(hidden)
+        if hidden or "\u00ad" in text:
+            drop = {*hidden, *(at for at, char in enumerate(text) if char == "\u00ad")}  # honest or not, read through
             text = "".join(("\n" if char == "\r" else "") if at in drop else char for at, char in enumerate(text))
         text = _WORD.sub(_fold_word, text)
     return _SPACES.sub(" ", text).strip()
@@ -356,6 +401,7 @@ def raw_offset(text: str, visible: int) -> int:
         for match in _ANSI.finditer(text):
             removed.update(range(match.start(), match.end()))
         removed.update(at for at in hidden_positions(text) if text[at] != "\r")
+        removed.update(at for at, char in enumerate(text) if char == "\u00ad")
         kept: list[int] = []
         for at, char in enumerate(text):
             if at not in removed:
