@@ -291,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--words", type=int, default=WORDS, help="the fewest words the model may judge a definition on (or more)"
     )
+    parser.add_argument(
+        "--keep-thresholds",
+        action="store_true",
+        help="learn the weights again and keep the shipped thresholds (after the patterns learned from the"
+        " calibration sets, which no longer measure them)",
+    )
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     calibrate = [name for name in args.calibrate.split(",") if name]
@@ -298,13 +304,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("a blind set is never learned or calibrated on")
     cases = load_cases(TRAIN_SETS)
     chances = out_of_fold(cases)
-    thresholds = choose(
-        cases,
-        chances,
-        calibrate,
-        honest_limit=args.honest_limit,
-        catalog_limit=args.catalog_limit,
-        words_floor=args.words,
+    thresholds = (
+        Model.default().thresholds
+        if args.keep_thresholds
+        else choose(
+            cases,
+            chances,
+            calibrate,
+            honest_limit=args.honest_limit,
+            catalog_limit=args.catalog_limit,
+            words_floor=args.words,
+        )
     )
     print(
         f"thresholds: with {thresholds.words} words or more, holds at {thresholds.holds}, clears below"

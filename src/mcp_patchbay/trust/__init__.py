@@ -19,8 +19,8 @@ Modules (pure unless said):
 - ``fingerprint``: what is pinned of a tool or prompt, and its SHA-256.
 - ``text``: hidden characters, direction controls and look-alike letters; the text as patterns read it.
 - ``strings``: the strings a model reads of a definition, each with where it is.
-- ``scan``: ``Scanner`` (the patterns of ``patterns.toml``, data shipped in the package, and
-  the checks in code, compiled once per process by the worker thread that scans first) and
+- ``scan``: ``Scanner`` (the patterns of ``patterns.toml``, data shipped in the package, the
+  checks in code and the learned reading, read once per process by the worker thread that scans first) and
   ``ScanContext`` (the other servers, the catalog's lengths); its parts:
   - ``findings``: ``Finding`` (what was found, where: the field and the character) and its sentence.
   - ``context``: ``ScanContext``, which names are another server's or this server's own.
@@ -31,6 +31,9 @@ Modules (pure unless said):
     server's tools, what a tool says it is for, a parameter's default an outside address).
   - ``languages``: each sentence's language and the tool's own: a sentence in another language
     is read by the patterns of scope ``switched``.
+  - ``learned``: the learned reading (a linear model over words and letter groups, its weights and
+    thresholds shipped as ``learned_model.bin``, trained by ``benchmarks/scan_train.py``): holds a
+    text that reads as poisoned as a whole, clears a pattern's finding in one that reads as honest.
 - ``decide``: ``decide`` (what to serve of a listing, given its pins and ``Policy``),
   ``approve``, and the records (``ServerPins``, ``Pin``, ``Pending``, ``Held``).
 - ``diff``: a held definition against the approved one, for a person.
