@@ -114,7 +114,7 @@ class Thresholds:
 
 @dataclass(frozen=True, slots=True)
 class Strongest:
-    """The sentence the model weighs most, where it is, and its own probability."""
+    """The sentence that weighs most in the model's reading, where it is, and its probability read alone."""
 
     unit: Unit
     offset: int
@@ -200,17 +200,27 @@ class Model:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit)))), words
 
     def strongest(self, units: Sequence[Unit]) -> Strongest | None:
-        """The sentence (or line) of ``units`` that reads most as a poisoned tool's, read alone: where
-        a finding of the whole points a person to."""
+        """The sentence (or line) of ``units`` that adds the most to the whole text's reading as a
+        poisoned tool's (its features' weights, summed without the whole text's normalisation: the
+        sentence's share of the evidence): where a finding of the whole points a person to."""
         best: Strongest | None = None
+        best_weight = 0.0
         for unit in units:
             start = 0
             for end in [*(m.end() for m in BREAK.finditer(unit.text)), len(unit.text)]:
-                sentence = unit.text[start:end].strip()
+                piece = unit.text[start:end]
+                sentence = piece.strip()
                 if sentence:
-                    chance = self.probability([sentence])
-                    if best is None or chance > best.probability:
-                        offset = start + (len(unit.text[start:end]) - len(unit.text[start:end].lstrip()))
-                        best = Strongest(unit, offset, sentence, chance)
+                    weight = self._evidence(sentence)
+                    if best is None or weight > best_weight:
+                        offset = start + len(piece) - len(piece.lstrip())
+                        best, best_weight = Strongest(unit, offset, sentence, self.probability([sentence])), weight
                 start = end
         return best
+
+    def _evidence(self, sentence: str) -> float:
+        idf, coef = self.idf, self.coef
+        return sum(
+            (1.0 + math.log(count)) * idf[bucket] * coef[bucket]
+            for bucket, count in counted([sentence], self.buckets)[0].items()
+        )
