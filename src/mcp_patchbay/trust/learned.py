@@ -67,7 +67,7 @@ def features(texts: Iterable[str], buckets: int) -> Counter[int]:
 def counted(texts: Iterable[str], buckets: int) -> tuple[Counter[int], int]:
     """``features``, and how many words the texts hold."""
     mask = buckets - 1
-    hashed: Counter[int] = Counter()
+    found: list[int] = []
     words_seen = 0
     left = MAX_FEATURE_TEXT
     for text in texts:
@@ -78,9 +78,9 @@ def counted(texts: Iterable[str], buckets: int) -> tuple[Counter[int], int]:
         words = _WORD.findall(read)
         words_seen += len(words)
         for word in words:
-            hashed.update(_word_buckets(word, mask))
-        hashed.update(_bucket(f"b {first} {second}", mask) for first, second in itertools.pairwise(words))
-    return hashed, words_seen
+            found.extend(_word_buckets(word, mask))
+        found.extend([_bucket(f"b {first} {second}", mask) for first, second in itertools.pairwise(words)])
+    return Counter(found), words_seen
 
 
 @functools.lru_cache(maxsize=WORD_CACHE)
@@ -133,6 +133,10 @@ class Model:
         self.buckets = len(idf)
         self.idf = idf
         self.coef = coef
+        self._weight = array("d", (i * c for i, c in zip(idf, coef, strict=True)))
+        self._square = array("d", (i * i for i in idf))
+        """Each bucket's IDF times its coefficient, and its IDF squared: what a feature seen once
+        adds to the score and to the norm (most are seen once), summed in C by ``weigh``."""
         self.intercept = intercept
         self.thresholds = thresholds
         self.about = about
@@ -189,13 +193,13 @@ class Model:
     def weigh(self, texts: Iterable[str]) -> tuple[float, int]:
         """``probability``, and how many words it was read from (``Thresholds.words``)."""
         found, words = counted(texts, self.buckets)
-        weighted = 0.0
-        norm = 0.0
-        idf, coef = self.idf, self.coef
-        for bucket, count in found.items():
-            value = (1.0 + math.log(count)) * idf[bucket]
-            norm += value * value
-            weighted += value * coef[bucket]
+        once = [bucket for bucket, count in found.items() if count == 1]
+        weighted = math.fsum(map(self._weight.__getitem__, once))
+        norm = math.fsum(map(self._square.__getitem__, once))
+        for bucket, count in [item for item in found.items() if item[1] > 1]:
+            value = 1.0 + math.log(count)
+            norm += value * value * self._square[bucket]
+            weighted += value * self._weight[bucket]
         logit = self.intercept + (weighted / math.sqrt(norm) if norm else 0.0)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit)))), words
 
