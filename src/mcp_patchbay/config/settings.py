@@ -167,8 +167,9 @@ class Settings(BaseModel, frozen=True):
     """What the model will read is scanned for instructions aimed at it, shadowing and hidden
     characters, on first sight and on every change: ``"warn"`` serves a flagged tool and shows
     what the scan found (``check``, ``trust --list``, the status, the page, the log), ``"hold"``
-    holds it until trusted, ``"off"`` no scan. ``"warn"`` by default: on a set written blind to
-    the scan it held 9.6% of honest look-alikes, over the 5% a default hold needs (docs/TRUST.md)."""
+    holds it until trusted, ``"off"`` no scan. ``"warn"`` by default: on the second of two sets
+    written blind to the scan it held 9.5% of honest look-alikes, over the 5% a default hold needs
+    (the first: 0%; docs/TRUST.md)."""
 
     trust_poll: Annotated[float, Field(gt=0, le=60)] = 2.0
     """Seconds between a serving proxy's looks at the pins file (a ``stat``) for what
