@@ -50,8 +50,9 @@ _WORD = re.compile(r"\w+")
 MAX_WORD = 40
 """Letters of a word its letter groups are taken from (a base64 blob is one long word)."""
 LETTER_GROUPS = (2, 3, 4)
-WORD_CACHE = 16384
-"""Words whose hashed features are kept (about 4 MB at most): a catalog's words recur."""
+WORD_CACHE = 4096
+"""Words whose hashed features are kept (a word's some 30 buckets: about 5 MB at most): a catalog's
+words recur from tool to tool."""
 MAX_FEATURE_TEXT = 64 * 1024
 """Characters of a definition's text the model reads (the scan's own limits cut longer ones first)."""
 
