@@ -238,7 +238,10 @@ def only_colour_codes(text: str) -> bool:
     return "\x1b" in text and not _COLOUR_CODE.sub("", text).strip()
 
 
-_SGR = re.compile("\x1b\\[([0-9;]*)m")
+_SGR = re.compile("\x1b(?:\\\\)?\\[([0-9;]*)m")
+"""A style sequence, or one as a regular expression spells it (``ESC\\[31m``, a log filter's
+pattern for red lines): there a terminal reads ESC and the backslash as a string terminator with
+nothing to end, and shows ``[31m`` as it is, so it hides no more than the sequence would."""
 _VISIBLE_STYLES = frozenset(
     {"", "0", "1", "3", "4", "22", "23", "24", "39", *map(str, range(31, 37)), *map(str, range(91, 97))}
 )
