@@ -17,14 +17,18 @@ own line, so a pattern never matches across two of them (``strings``, ``reader``
 - in code (``code_rules``, each saying why it cannot be a pattern): hidden characters and direction
   controls (``text``), look-alike letters in a name or mixed into words, base64, a mention of
   another server's tool or of another server (which needs the ``ScanContext``), a description
-  far longer than the catalog's (a note: length alone holds nothing).
+  far longer than the catalog's (a note: length alone holds nothing);
+- the learned reading (``learned``, ``_weigh``): the whole text weighed at once by a linear model over
+  its words and letter groups, which holds what reads as poisoned and clears what the patterns found
+  in a text that reads as honest, never what it cannot see (``UNSEEN_BY_MODEL``).
 
 Each finding (``findings``) says where (the field, and the character it starts at) and what, in one
 sentence. Measured by ``benchmarks/scan.py`` (the figures are in ``docs/TRUST.md``).
 
 The modules: ``findings`` (what is found, for a person), ``context`` (the other servers),
 ``rules`` (the data, compiled) and ``gates`` (how its expressions are split and gated),
-``reader`` (the text as the patterns read it), ``code_rules`` (what cannot be a pattern).
+``reader`` (the text as the patterns read it), ``code_rules`` (what cannot be a pattern), ``learned``
+(the model and its thresholds).
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ class Scanner:
         self.checks = dict(checks)
         self.signals = dict(signals or {})
         self.order = self.signals.get("order")
-        self.pointer = (signals or {}).get("pointer")
+        self.pointer = self.signals.get("pointer")
         """Orders to the model (``patterns.toml``'s signal): another server's tool named in a
         sentence that gives one is held; named alone, it is a note."""
 
@@ -226,7 +230,8 @@ def _weigh(model: Model, read: Sequence[Unit], found: Findings) -> None:
 
 def weighed_by_model(finding: Finding) -> bool:
     """The learned reading can clear ``finding``: one about the words of the definition as written
-    (not ``UNSEEN_BY_MODEL``, nor found in text decoded from base64, which the model reads as one word)."""
+    (not ``UNSEEN_BY_MODEL``, nor found in text decoded from base64 or ROT13, which the model reads as the
+    server wrote it)."""
     return finding.id not in UNSEEN_BY_MODEL and _DECODED not in finding.where
 
 
