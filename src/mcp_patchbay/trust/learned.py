@@ -27,6 +27,7 @@ import functools
 import itertools
 import json
 import math
+import operator
 import re
 import struct
 import sys
@@ -134,8 +135,8 @@ class Model:
         self.buckets = len(idf)
         self.idf = idf
         self.coef = coef
-        self._weight = array("d", (i * c for i, c in zip(idf, coef, strict=True)))
-        self._square = array("d", (i * i for i in idf))
+        self._weight = array("d", map(operator.mul, idf, coef))
+        self._square = array("d", map(operator.mul, idf, idf))
         """Each bucket's IDF times its coefficient, and its IDF squared: what a feature seen once
         adds to the score and to the norm (most are seen once), summed in C by ``weigh``."""
         self.intercept = intercept
