@@ -168,7 +168,7 @@ class Settings(BaseModel, frozen=True):
     characters, on first sight and on every change: ``"hold"`` holds a flagged tool until
     trusted, ``"warn"`` serves it and shows what the scan found (``check``, ``trust --list``, the
     status, the page, the log), ``"off"`` no scan. ``"hold"`` by default: on the set written blind
-    to the scan and run once after its last change it held 4.1% of honest look-alikes, within the
+    to the scan and run once after its last change it held 4.0% of honest look-alikes, within the
     5% a default hold allows (docs/TRUST.md)."""
 
     trust_poll: Annotated[float, Field(gt=0, le=60)] = 2.0
