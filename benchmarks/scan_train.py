@@ -329,9 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"thresholds: with {thresholds.words} words or more, holds at {thresholds.holds}, clears below"
         f" {thresholds.clears} (calibrated on {calibrate})"
     )
-    patterns_only = Thresholds(holds=1.01, clears=0.0)
+    alone = figures(cases, chances, Thresholds(holds=1.01, clears=0.0))  # the model never holds nor clears
     for group, row in figures(cases, chances, thresholds).items():
-        before = figures(cases, chances, patterns_only)[group]
+        before = alone[group]
         print(
             f"  {group:22} poisoned {row[0]}/{row[1]} ({row[0] / max(1, row[1]):.1%}), honest held {row[2]}/{row[3]}"
             f" ({row[2] / max(1, row[3]):.1%});  patterns alone {before[0]}/{before[1]}, {before[2]}/{before[3]}"
