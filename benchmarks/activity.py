@@ -37,7 +37,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -54,6 +53,7 @@ from benchmarks.common import (
     median,
     proxy_command,
     raw_process,
+    unpacked_source,
     write_config,
 )
 from benchmarks.doc_sections import replace_section
@@ -89,19 +89,6 @@ def cpu_ns(pid: int) -> tuple[int, int]:
         else:
             others += spent
     return serving, others
-
-
-def unpacked(rev: str) -> tuple[str, Path]:
-    """``rev``'s short hash and its ``src/``, unpacked under ``.bench/activity-src/``."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout.strip()
-    folder = WORK / "activity-src" / commit
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", commit, "src"], capture_output=True, check=True, cwd=ROOT)
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return commit, folder / "src"
 
 
 def log_file(data: Path) -> tuple[int, int]:
@@ -212,7 +199,7 @@ async def run(
     sources: dict[str, Path] = {}
     before_commit = None
     if against is not None:
-        before_commit, sources[BEFORE] = unpacked(against)
+        before_commit, sources[BEFORE] = unpacked_source(against, "activity-src")
         configs[BEFORE] = configs["on"]
     folders = {side: WORK / f"activity-{side}" for side in configs}
     load_before = load_average()

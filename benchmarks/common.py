@@ -10,6 +10,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,6 +42,20 @@ PROXY_ENV: dict[str, str] = {
 """Extra environment for the proxy's processes, which the SDK's stdio client starts with only a few
 safe variables: ``PYTHONPATH`` when measuring a snapshot (``use_source``, or as given), and
 ``$PATCHBAY_FAST_PATH`` as given (``PATCHBAY_FAST_PATH=0`` measures the SDK's path on both sides)."""
+
+
+def unpacked_source(rev: str, under: str) -> tuple[str, Path]:
+    """``rev``'s short hash and its ``src/``, unpacked (``git archive``) under ``.bench/UNDER/HASH/``:
+    another commit's proxy, run beside this tree's (``use_source``)."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
+    folder = WORK / under / commit
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit, "src"], capture_output=True, check=True, cwd=ROOT)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return commit, folder / "src"
 
 
 def use_source(src: Path) -> None:

@@ -78,6 +78,7 @@ from benchmarks.common import (
     proxy_command,
     proxy_params,
     raw_process,
+    unpacked_source,
     write_config,
 )
 from benchmarks.doc_sections import replace_section
@@ -313,17 +314,6 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
 
 
-def unpacked(rev: str) -> tuple[str, Path]:
-    """``rev``'s short hash and its ``src/``, unpacked under ``.bench/startup-pins-src/``."""
-    commit = _git("rev-parse", "--short", rev)
-    folder = WORK / "startup-pins-src" / commit
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", commit, "src"], capture_output=True, check=True, cwd=ROOT)
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    return commit, folder / "src"
-
-
 async def pins(reps: int, sources: dict[str, Path | None]) -> list[dict[str, Any]]:
     """The start with 10 upstreams under each pin side of each source (by name: a commit), ``reps``
     times, every side of every source in one rotating order; a result per source."""
@@ -437,10 +427,10 @@ def main() -> None:
         else:
             sources: dict[str, Path | None] = {}
             if args.against:
-                commit, source = unpacked(args.against)
+                commit, source = unpacked_source(args.against, "startup-pins-src")
                 sources[commit] = source
             if args.commit:
-                commit, source = unpacked(args.commit)
+                commit, source = unpacked_source(args.commit, "startup-pins-src")
                 sources[commit] = source
             else:
                 sources[_git("rev-parse", "--short", "HEAD") + "+"] = None
