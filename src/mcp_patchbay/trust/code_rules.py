@@ -37,7 +37,7 @@ from mcp_patchbay.trust.text import (
     visible_styles_removed,
 )
 
-__all__ = ["MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]
+__all__ = ["DECODED", "MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]
 
 PURPOSE_CHARS = 300
 """The most characters of a description read as what the tool says it is for (its first sentence)."""
@@ -58,13 +58,12 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
     the patterns read the text with these removed and folded, and whether an invisible character
     is honest depends on the characters around it (a joiner inside Persian, a flag's tags)."""
     ascii_lookalike_name(units, found)
-    own_text = "\n".join(u.text for u in units if u.where in ("title", "description"))
     for unit in units:
         if plain(unit.text) or unit.scope == "name-parameter":
             continue
         if unit.scope == "name":
             why = name_lookalikes(unit.text)
-            if why is not None and not own_notation(unit.text, own_text):
+            if why is not None and not own_notation(unit.text, _own_text(units)):
                 found.check("lookalike-name", "characters", unit.where, why)
         if only_colour_codes(unit.text):
             continue  # a value that is only a terminal colour code (an enum of colours) hides no text
@@ -80,6 +79,11 @@ def characters(units: Sequence[Unit], found: Findings) -> None:
         if odd.mixed_words and unit.scope != "name":
             check = "mixed-script-named" if _explained(unit.text, odd.mixed_words) else "mixed-script"
             found.check(check, "characters", unit.where, ", ".join(odd.mixed_words[:3]))
+
+
+def _own_text(units: Sequence[Unit]) -> str:
+    """The definition's title and description: what a name's own notation is read against."""
+    return "\n".join(u.text for u in units if u.where in ("title", "description"))
 
 
 _ASCII_TWINS = re.compile(r"I|[01|]|rn|vv")
@@ -126,6 +130,8 @@ def _quoted(text: str, word: str) -> bool:
     return at > 0 and text[at - 1] in "'\"`\u2018\u201c"
 
 
+DECODED = " (decoded from "
+"""How the ``where`` of a decoded string reads ("description (decoded from base64)")."""
 _ROT13 = str.maketrans(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
 )
@@ -139,10 +145,11 @@ def _rot13(unit: Unit) -> str | None:
     if " gur " not in unit.text and " naq " not in unit.text and " lbh " not in unit.text:
         return None  # the common case, decided without lowering the text
     text = unit.text.lower()
-    if sum(word in text for word in _ROT13_WORDS) < 2:
+    encoded = sum(word in text for word in _ROT13_WORDS)
+    if encoded < 2:
         return None
     decoded = text.translate(_ROT13)
-    if sum(word in decoded for word in _ROT13_WORDS) >= sum(word in text for word in _ROT13_WORDS):
+    if sum(word in decoded for word in _ROT13_WORDS) >= encoded:
         return None  # as much "ROT13" decoded as before: not English in ROT13
     return decoded
 
@@ -157,14 +164,14 @@ def decoded(units: Sequence[Unit], found: Findings) -> Iterator[Unit]:
         rotated = _rot13(unit)
         if rotated is not None:
             found.check("encoded-text", "characters", unit.where, "ROT13: " + clip(rotated))
-            yield Unit(f"{unit.where} (decoded from ROT13)", rotated, unit.scope)
+            yield Unit(f"{unit.where}{DECODED}ROT13)", rotated, unit.scope)
         if max(map(len, unit.text.split()), default=0) < MIN_ENCODED:
             continue  # no word long enough: the common case, decided without a search
         for match in _BASE64.finditer(unit.text):
             words = _words_in_base64(match[0])
             if words is not None:
                 found.check("encoded-text", "characters", unit.where, clip(words))
-                yield Unit(f"{unit.where} (decoded from base64)", words, unit.scope)
+                yield Unit(f"{unit.where}{DECODED}base64)", words, unit.scope)
 
 
 def _words_in_base64(candidate: str) -> str | None:

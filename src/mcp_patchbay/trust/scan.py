@@ -66,7 +66,6 @@ UNSEEN_BY_MODEL = frozenset({
 """Findings the learned reading cannot weigh, never cleared by it: it reads words, not hidden characters,
 look-alike letters, lengths or a schema's defaults and patterns as addresses, and it is not told which
 tools and servers the session has."""
-_DECODED = "(decoded from"
 _QUOTED = re.compile(r"'([^']*)'")
 FRAMING_REACH = 80
 """How far after what it frames a refusal's or a detector's words may be ("... are refused")."""
@@ -232,7 +231,7 @@ def weighed_by_model(finding: Finding) -> bool:
     """The learned reading can clear ``finding``: one about the words of the definition as written
     (not ``UNSEEN_BY_MODEL``, nor found in text decoded from base64 or ROT13, which the model reads as the
     server wrote it)."""
-    return finding.id not in UNSEEN_BY_MODEL and _DECODED not in finding.where
+    return finding.id not in UNSEEN_BY_MODEL and code_rules.DECODED not in finding.where
 
 
 def _named(expression: re.Pattern[str], unit: Unit) -> bool:

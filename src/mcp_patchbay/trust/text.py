@@ -38,6 +38,7 @@ __all__ = [
     "own_notation",
     "plain",
     "raw_offset",
+    "read_through",
     "visible_styles_removed",
     "visible_text",
 ]
@@ -372,6 +373,15 @@ def name_lookalikes(name: str) -> str | None:
     return f"{shown}{passes}"
 
 
+def read_through(text: str) -> set[int]:
+    """Where ``text`` holds what the patterns read past: its hidden characters, and every soft hyphen,
+    honest or not (one splitting "ig\u00adnore" hides nothing, yet would break the word for a pattern)."""
+    found = set(hidden_positions(text))
+    if "\u00ad" in text:
+        found.update(at for at, char in enumerate(text) if char == "\u00ad")
+    return found
+
+
 def visible_text(text: str) -> str:
     """``text`` as the patterns read it: HTML character references decoded (``&#73;gnore``), NFKC,
     hidden characters out, look-alikes in mixed words made Latin, runs of spaces made one (line
@@ -380,9 +390,8 @@ def visible_text(text: str) -> str:
         text = html.unescape(text)
     if not plain(text):
         text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
-        hidden = hidden_positions(text)
-        if hidden or "\u00ad" in text:
-            drop = {*hidden, *(at for at, char in enumerate(text) if char == "\u00ad")}  # honest or not, read through
+        drop = read_through(text)
+        if drop:
             text = "".join(("\n" if char == "\r" else "") if at in drop else char for at, char in enumerate(text))
         text = _WORD.sub(_fold_word, text)
     return _SPACES.sub(" ", text).strip()
@@ -403,8 +412,7 @@ def raw_offset(text: str, visible: int) -> int:
         removed: set[int] = set()
         for match in _ANSI.finditer(text):
             removed.update(range(match.start(), match.end()))
-        removed.update(at for at in hidden_positions(text) if text[at] != "\r")
-        removed.update(at for at, char in enumerate(text) if char == "\u00ad")
+        removed.update(at for at in read_through(text) if text[at] != "\r")
         kept: list[int] = []
         for at, char in enumerate(text):
             if at not in removed:
