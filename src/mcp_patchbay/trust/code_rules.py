@@ -346,9 +346,32 @@ def fixed_destinations(definition: Definition, found: Findings) -> None:
             continue
         description = values.get("description")
         said = " ".join((name_words(name), str(description) if isinstance(description, str) else "", default)).lower()
-        if _KEEP.search(said) and _LEAVES.search(said):
+        if (_KEEP.search(said) and _LEAVES.search(said)) or _unannounced_destination(definition, name, default):
             found.check("fixed-destination", "exfiltration", f"parameter '{name}'", clip(default))
             return
+
+
+_SENDS_TO = re.compile(
+    r"(upload|destination|dest|send|post|forward|mirror|backup|export|callback|webhook|sink|collector|relay|report"
+    r"|notify|sync|push|copy|archive)(_?(to|url|uri|endpoint|target|host|address))?"
+)
+"""Parameter names saying the call sends what it makes to the value: ``upload_to``, ``backup_url``."""
+_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/@\s]*@)?([^/:?#\s]+)", re.IGNORECASE)
+_COMMON_LABELS = frozenset({"www", "api", "com", "net", "org", "io", "dev", "app", "cloud", "co", "uk", "de", "s3"})
+
+
+def _unannounced_destination(definition: Definition, name: str, default: str) -> bool:
+    """A parameter named for where the call sends (``upload_to``) whose default is a URL on a host the
+    tool's name, title and description never name: what it makes leaves for a place the person
+    reading it was not told of ("Create a zip archive" with ``upload_to`` on ``zip-relay.net``)."""
+    host = _HOST.match(default)
+    if host is None or _SENDS_TO.fullmatch(name.lower()) is None:
+        return False
+    if host[1].lower() in ("localhost", "127.0.0.1", "0.0.0.0", "::1"):
+        return False
+    told = " ".join(str(definition.get(key) or "") for key in ("name", "title", "description")).lower()
+    labels = [label for label in host[1].lower().split(".") if label not in _COMMON_LABELS and len(label) > 2]
+    return bool(labels) and not any(label in told for label in labels)
 
 
 def _properties(schema: object, path: str, depth: int = 0) -> Iterator[tuple[str, dict[str, object]]]:

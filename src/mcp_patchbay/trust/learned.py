@@ -224,6 +224,22 @@ class Model:
                 start = end
         return best
 
+    def sentence_reads_poisoned(self, units: Sequence[Unit], where: str, offset: int) -> bool:
+        """The sentence of ``where``'s unit at ``offset`` (-1: the whole unit), read alone, is at or above
+        ``holds``: an order a long honest document dilutes in the whole text's reading."""
+        for unit in units:
+            if unit.where != where:
+                continue
+            text = unit.text
+            if offset >= 0:
+                start = 0
+                for match in BREAK.finditer(text, 0, offset):
+                    start = match.end()
+                after = BREAK.search(text, offset)
+                text = text[start : after.end() if after else len(text)]
+            return self.probability([text.strip()]) >= self.thresholds.holds
+        return False
+
     def _evidence(self, sentence: str) -> float:
         idf, coef = self.idf, self.coef
         return sum(

@@ -207,7 +207,8 @@ def _weigh(model: Model, read: Sequence[Unit], found: Findings) -> None:
     """The learned reading of the whole text, beside the patterns' (``learned.Thresholds``): on a text
     of ``words`` words or more, at or above ``holds`` it holds the definition (pointing to the sentence
     that weighs most); below ``clears``, each finding about what the text says is kept as a note, and a
-    note says why. In code, not a pattern: it weighs every word of the definition at once."""
+    note says why, unless the finding's own sentence, read alone, is at or above ``holds``. In code, not
+    a pattern: it weighs every word of the definition at once."""
     chance, words = model.weigh(unit.text for unit in read)
     if words < model.thresholds.words:
         return
@@ -220,7 +221,13 @@ def _weigh(model: Model, read: Sequence[Unit], found: Findings) -> None:
         return
     if chance >= model.thresholds.clears:
         return
-    cleared = [key for key, finding in found.items() if finding.holds and weighed_by_model(finding)]
+    cleared = [
+        key
+        for key, finding in found.items()
+        if finding.holds
+        and weighed_by_model(finding)
+        and not model.sentence_reads_poisoned(read, finding.where, finding.offset)
+    ]
     for key in cleared:
         found[key] = replace(found[key], severity="note")
     if cleared:

@@ -10,10 +10,11 @@ in ASCII.
 
 Some of these characters are honest where they stand, and only there: a tag character inside a
 flag emoji (England's is a black flag, ``gbeng`` in tags and a cancel tag), a zero-width joiner
-or non-joiner between letters of a script that needs them (Persian ``می‌خواهم``, Devanagari) or
-inside an emoji sequence, a left-to-right or right-to-left mark in text that holds Arabic or
-Hebrew, one variation selector after an emoji, a keycap's digit or a CJK ideograph. A second
-selector in a row is never honest: that is how bytes are smuggled after an emoji.
+or non-joiner between letters of a script that needs them (Persian ``می‌خواهم``, Devanagari), a
+non-joiner in a word's transliteration beside it (``mi‌khāham``), one inside an emoji sequence, a
+left-to-right or right-to-left mark in text that holds Arabic or Hebrew, one variation selector
+after an emoji, a keycap's digit or a CJK ideograph. A second selector in a row is never honest:
+that is how bytes are smuggled after an emoji.
 
 ``visible_text`` is what the scan's patterns read: NFKC-normalised (fullwidth and
 ligature forms become plain letters), hidden characters removed, and within a word that
@@ -187,6 +188,7 @@ def hidden_positions(text: str) -> list[int]:
         for match in _FLAG.finditer(text):
             flags.update(range(match.start() + 1, match.end()))
     rtl: bool | None = None
+    spelled_with_joiners: bool | None = None
     found: list[int] = []
     for match in HIDDEN.finditer(text):
         at = match.start()
@@ -199,6 +201,11 @@ def hidden_positions(text: str) -> list[int]:
             continue
         if char in _NAMED and _named_beside(text, at, _NAMED[char]):
             continue
+        if char == "\u200c" and before.isalpha() and after.isalpha():
+            if spelled_with_joiners is None:
+                spelled_with_joiners = any(map(_joins_letters, _NON_JOINER.finditer(text)))
+            if spelled_with_joiners:
+                continue  # a transliteration beside a word that is spelled with it ("mi\u200ckhaham")
         if char in _MARKS:
             if rtl is None:
                 rtl = _right_to_left(text)
@@ -207,6 +214,17 @@ def hidden_positions(text: str) -> list[int]:
         found.append(at)
     found.extend(match.start() for match in _BARE_CR.finditer(text))
     return sorted(found)
+
+
+_NON_JOINER = re.compile("\u200c")
+
+
+def _joins_letters(match: re.Match[str]) -> bool:
+    """The non-joiner ``match`` found stands between two letters of a script spelled with it."""
+    at, text = match.start(), match.string
+    if not 0 < at < len(text) - 1:
+        return False
+    return _letter_of_joining_script(text[at - 1]) and _letter_of_joining_script(text[at + 1])
 
 
 def _named_beside(text: str, at: int, names: tuple[str, ...]) -> bool:
