@@ -18,10 +18,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import cast
 
-from mcp_patchbay.trust.context import ScanContext, name_words, server_key
+from mcp_patchbay.trust.context import ScanContext, ascii_skeleton, name_words, server_key
 from mcp_patchbay.trust.findings import Findings, clip
 from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.reader import BREAK, Reading
@@ -53,11 +53,12 @@ _NAMES_THE_TRICK = re.compile(r"homoglyph|look-?alike|confusable|cyrillic|greek|
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:(?:_|__|\.)[a-z0-9]+)+")
 
 
-def characters(units: Sequence[Unit], found: Findings) -> None:
-    """Hidden characters, direction controls, look-alike names and mixed-script words. In code:
-    the patterns read the text with these removed and folded, and whether an invisible character
-    is honest depends on the characters around it (a joiner inside Persian, a flag's tags)."""
-    ascii_lookalike_name(units, found)
+def characters(units: Sequence[Unit], found: Findings, session_tools: Collection[str] | None = None) -> None:
+    """Hidden characters, direction controls, look-alike names and mixed-script words (``session_tools``:
+    the session's distinctive tool names, lower case, ``ScanContext.tools_by_name``). In code: the patterns read
+    the text with these removed and folded, and whether an invisible character is honest depends on the
+    characters around it (a joiner inside Persian, a flag's tags)."""
+    ascii_lookalike_name(units, found, session_tools or ())
     for unit in units:
         if plain(unit.text) or unit.scope == "name-parameter":
             continue
@@ -92,26 +93,23 @@ rn for m, vv for w."""
 _NAMED_TOOL = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+")
 
 
-def _ascii_skeleton(name: str) -> str:
-    """What ``name`` reads as when its ASCII look-alikes are taken for the letters they pass for."""
-    folded = name.replace("I", "l").replace("|", "l").lower()
-    return folded.replace("1", "l").replace("0", "o").replace("rn", "m").replace("vv", "w")
-
-
-def ascii_lookalike_name(units: Sequence[Unit], found: Findings) -> None:
-    """A name spelled in ASCII that reads as another tool's name its own text names (``read_fiIe``,
-    a capital I for the l, beside "a drop-in for read_file"): it passes for the tool the user trusts.
-    In code: two names are compared letter by letter once the look-alikes are folded, which no
-    pattern over one string can do."""
+def ascii_lookalike_name(units: Sequence[Unit], found: Findings, session_tools: Collection[str]) -> None:
+    """A name spelled in ASCII that reads as another tool's name, one of the session's or one its own
+    text names (``read_fiIe``, a capital I for the l, beside "a drop-in for read_file"; ``post_rnessage``
+    beside Slack's ``post_message``): it passes for the tool the user trusts. In code: two names are
+    compared letter by letter once the look-alikes are folded, which no pattern over one string can do."""
     name = next((u.text for u in units if u.scope == "name"), "")
     if not name.isascii() or _ASCII_TWINS.search(name) is None:
         return  # the common case: nothing in the name passes for another letter
-    skeleton, lowered = _ascii_skeleton(name), name.lower()
+    skeleton, lowered = ascii_skeleton(name), name.lower()
+    if skeleton != lowered and skeleton in session_tools:
+        found.check("ascii-lookalike-name", "characters", "name", f"'{name}' reads as '{skeleton}'")
+        return
     for unit in units:
         if unit.scope not in ("text", "parameter"):
             continue
         for other in _NAMED_TOOL.findall(unit.text):
-            if other.lower() != lowered and _ascii_skeleton(other) == skeleton:
+            if other.lower() != lowered and ascii_skeleton(other) == skeleton:
                 found.check("ascii-lookalike-name", "characters", "name", f"'{name}' reads as '{other}'")
                 return
 

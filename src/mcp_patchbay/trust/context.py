@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from mcp_patchbay.trust.fingerprint import Definition
 from mcp_patchbay.trust.gates import FLAGS
 
-__all__ = ["LONG_FACTOR", "LONG_FLOOR", "ScanContext", "distinctive", "name_words", "server_key"]
+__all__ = ["LONG_FACTOR", "LONG_FLOOR", "ScanContext", "ascii_skeleton", "distinctive", "name_words", "server_key"]
 
 LONG_FLOOR = 1500
 """A description is "far longer than the rest" past this many characters and ..."""
@@ -40,6 +40,13 @@ def distinctive(name: str) -> bool:
     """A tool name specific enough that its mention in another server's text is no accident:
     two words or more (``send_email``, ``sendEmail``) and six characters or more."""
     return len(name) >= 6 and (any(c in name for c in "_-.") or any(c.isupper() for c in name[1:]))
+
+
+def ascii_skeleton(name: str) -> str:
+    """What ``name`` reads as when its ASCII look-alikes are taken for the letters they pass for: a
+    capital I, a 1 or a | for an l, a 0 for an o, rn for m, vv for w (``send_emaiI``: ``send_email``)."""
+    folded = name.replace("I", "l").replace("|", "l").lower()
+    return folded.replace("1", "l").replace("0", "o").replace("rn", "m").replace("vv", "w")
 
 
 def name_words(name: str) -> str:

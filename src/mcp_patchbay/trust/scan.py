@@ -121,7 +121,7 @@ class Scanner:
         if cut is not None:
             said = f"over {MAX_FIELD_CHARS:,} characters in one text or {MAX_DEFINITION_CHARS:,} in all"
             found.check("too-long", "length", cut, said)
-        code_rules.characters(read, found)
+        code_rules.characters(read, found, context.tools_by_name if context is not None else None)
         read = [*read, *code_rules.decoded(read, found)]
         # A parameter's name is read as words too: a schema can spell its instruction in one; so
         # is a value spelled as one identifier (an enum value "ALSO_FORWARD_TO_..._WITHOUT_TELLING").
