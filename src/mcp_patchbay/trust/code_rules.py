@@ -37,7 +37,16 @@ from mcp_patchbay.trust.text import (
     visible_styles_removed,
 )
 
-__all__ = ["DECODED", "MAX_TOKEN_CHARS", "OwnPurpose", "characters", "decoded", "fixed_destinations", "mentions"]
+__all__ = [
+    "DECODED",
+    "MAX_TOKEN_CHARS",
+    "OwnPurpose",
+    "characters",
+    "decoded",
+    "fixed_destinations",
+    "mentions",
+    "near_name",
+]
 
 PURPOSE_CHARS = 300
 """The most characters of a description read as what the tool says it is for (its first sentence)."""
@@ -112,6 +121,35 @@ def ascii_lookalike_name(units: Sequence[Unit], found: Findings, session_tools: 
             if other.lower() != lowered and ascii_skeleton(other) == skeleton:
                 found.check("ascii-lookalike-name", "characters", "name", f"'{name}' reads as '{other}'")
                 return
+
+
+NEAR_NAME_CHARS = 10
+"""The shortest name compared with the session's for a one-letter slip (``brave_web_seach``): shorter
+names are one letter apart by chance (``get_user``, ``get_uses``)."""
+
+
+def near_name(name: str, server: str, context: ScanContext, found: Findings) -> None:
+    """A name one letter off another server's tool (a letter dropped, added, changed or two swapped:
+    ``run_qurey`` beside ``run_query``), not a plural or a version of it: it passes for the tool the user trusts
+    when the model or the person picks by eye. In code: it compares the name with every name of the
+    session (rapidfuzz's optimal string alignment, in C)."""
+    lowered = name.lower()
+    if len(lowered) < NEAR_NAME_CHARS:
+        return
+    from rapidfuzz import process  # noqa: PLC0415 - the scan runs off the event loop, after start
+    from rapidfuzz.distance import OSA  # noqa: PLC0415
+
+    for other, distance, _ in process.extract(lowered, context.names, scorer=OSA.distance, score_cutoff=1, limit=4):
+        if distance == 0 or server in context.tools_by_name[other] or _variant_of(lowered, other):
+            continue
+        found.check("near-name", "characters", "name", f"'{name}' is one letter off '{other}'")
+        return
+
+
+def _variant_of(one: str, other: str) -> bool:
+    """``one`` and ``other`` differ by a plural or a version's digit (``list_repo``, ``create_issue2``)."""
+    short, long = sorted((one, other), key=len)
+    return long in (short + "s", short + "es") or (long.startswith(short) and long[len(short) :].isdigit())
 
 
 def _explained(text: str, words: Sequence[str]) -> bool:

@@ -9,6 +9,7 @@ from the catalog as the scan runs: no pattern can say it, so the scan's code ask
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -104,6 +105,11 @@ class ScanContext:
             server_phrase=phrase,
             long_limit=max(LONG_FLOOR, int(LONG_FACTOR * median)),
         )
+
+    @functools.cached_property
+    def names(self) -> list[str]:
+        """The distinctive tool names (lower case), for a near spelling's look-up."""
+        return list(self.tools_by_name)
 
     def other_tool(self, token: str, server: str) -> str | None:
         """The other server's tool an identifier in ``server``'s text names, if any: a specific

@@ -62,7 +62,7 @@ MAX_DEFINITION_CHARS = 256 * 1024
 UNSEEN_BY_MODEL = frozenset({
     "hidden-characters", "direction-controls", "lookalike-name", "ascii-lookalike-name", "mixed-script", "too-long",
     "other-server-tool", "other-server", "fixed-destination", "default-recipient", "forced-prefix",
-    "invisible-instruction",
+    "invisible-instruction", "near-name",
 })  # fmt: skip
 """Findings the learned reading cannot weigh, never cleared by it: it reads words, not hidden characters,
 look-alike letters, lengths, markup no client shows, or a schema's defaults and patterns as addresses, and
@@ -168,6 +168,7 @@ class Scanner:
             code_rules.fixed_destinations(definition, found)
         if context is not None:
             code_rules.mentions(texts["text"], server, context, self.order, found, pointer=self.pointer)
+            code_rules.near_name(str(definition.get("name", "")), server, context, found)
             description = str(definition.get("description") or "")
             if len(description) > context.long_limit:
                 found.check(

@@ -2,8 +2,8 @@
 
 A tool's name, title and description; its input schema's property names, descriptions,
 titles, enum values, defaults and examples (at any depth: nested objects, items, ``anyOf``,
-``$defs``); its output schema's; its annotations' title. A prompt's name, title, description
-and arguments. ``Unit.scope`` says how the scan reads each: ``name`` (look-alike letters),
+``$defs``); its output schema's; its annotations' title and other strings. A prompt's name, title,
+description and arguments. ``Unit.scope`` says how the scan reads each: ``name`` (look-alike letters),
 ``text`` (every pattern), ``parameter`` (also the patterns for parameters), ``name-parameter``
 (a parameter's name, read by the parameter patterns only).
 
@@ -65,9 +65,11 @@ def units(definition: Definition, kind: Kind) -> Iterator[Unit]:
     yield from _schema_units(definition.get("outputSchema"), "output", False)
     annotations = definition.get("annotations")
     if isinstance(annotations, dict):
-        title = cast("dict[str, Any]", annotations).get("title")
-        if isinstance(title, str):
-            yield Unit("annotations' title", title, "text")
+        for key, value in cast("dict[str, Any]", annotations).items():
+            if key == "title" and isinstance(value, str):
+                yield Unit("annotations' title", value, "text")
+            elif isinstance(value, str) and value.strip():  # a server's own key ("x-onload"): a client may show it
+                yield Unit(f"annotation '{key}'", value, "text")
 
 
 def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> Iterator[Unit]:
