@@ -583,7 +583,6 @@ def test_settings_defaults() -> None:
     assert (s.breaker_threshold, s.breaker_cooldown) == (5, 30.0)
     assert (s.retry_attempts, s.retry_backoff) == (2, 0.2)
     assert (s.restart_initial_delay, s.restart_max_delay, s.watch) == (1.0, 60.0, True)
-    assert "Claude Code" in (Settings.model_fields["max_name_length"].description or "")
 
 
 def test_settings_from_file() -> None:

@@ -55,9 +55,7 @@ never silently changed; the server's name and the separator go in front of it.""
 ARGUMENT_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 """A new argument name: what every model provider accepts as a property name."""
 
-_STRICT: Final = ConfigDict(
-    frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
-)
+_STRICT: Final = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class _Strict(BaseModel, frozen=True):
