@@ -24,7 +24,9 @@ Modules (pure unless said):
   ``ScanContext`` (the other servers, the catalog's lengths); its parts:
   - ``findings``: ``Finding`` (what was found, where: the field and the character) and its sentence.
   - ``context``: ``ScanContext``, which names are another server's or this server's own.
-  - ``rules``: ``patterns.toml`` read and compiled (words, signals, patterns, checks).
+  - ``rules``: ``patterns.toml`` read (words, signals, patterns, checks), each branch compiled when a
+    text first passes its gates; ``patterns.gates.json`` ships every expression's branches and gates
+    (``python -m mcp_patchbay.trust.rules`` writes it).
   - ``gates``: each expression split into branches, each gated by strings every match holds.
   - ``reader``: one scope of a definition as the patterns read it, matches and sentences.
   - ``code_rules``: what cannot be a pattern, each saying why (hidden characters, base64, another

@@ -1,6 +1,6 @@
 """How a pattern's expression is split and gated so most texts are passed over cheaply. Pure.
 
-An expression is compiled as its top-level alternatives (``branches``): ``re`` tries every
+An expression is compiled as its top-level alternatives (``split``): ``re`` tries every
 alternative at every position, while one word-led alternative jumps to its first letters. Each
 branch gets gates: sets of strings such that every match of it holds one string of each set,
 read off its parse tree (``required``). A text that holds no string of a gate cannot match the
@@ -15,7 +15,7 @@ import importlib
 import re
 from typing import Any, cast
 
-__all__ = ["FLAGS", "branches", "required"]
+__all__ = ["FLAGS", "required", "split"]
 
 FLAGS = re.MULTILINE
 """Patterns are written in lower case and read lower-cased text: ``re.IGNORECASE`` costs three times as much."""
@@ -42,7 +42,7 @@ def required(expression: str) -> tuple[tuple[str, ...], ...]:
     shortest string first: the commonest, so a text holding one passes soonest); none when nothing
     is worth testing."""
     best = _candidates(list(_SRE_PARSE.parse(expression, FLAGS)))[:2]
-    return tuple(tuple(sorted(strings, key=len)) for strings in best)
+    return tuple(tuple(sorted(strings, key=lambda string: (len(string), string))) for strings in best)
 
 
 def _candidates(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
@@ -60,7 +60,7 @@ def _candidates(items: list[tuple[Any, Any]]) -> list[frozenset[str]]:
     if run:
         found.append(frozenset({"".join(run)}))
     useful = [strings for strings in found if _cost(strings) < 40]
-    return sorted(set(useful), key=_cost)
+    return sorted(set(useful), key=lambda strings: (_cost(strings), sorted(strings)))  # the same in every process
 
 
 def _inner(op: Any, value: Any) -> list[frozenset[str]]:
@@ -93,22 +93,32 @@ def _cost(strings: frozenset[str]) -> float:
     return total
 
 
-def branches(expression: str) -> tuple[re.Pattern[str], ...]:
-    """``expression``'s top-level alternatives, each compiled (the whole, if it cannot be split);
-    ``(a|b|c)\\b``, one group of alternatives, is split as ``a\\b|b\\b|c\\b``."""
+def split(expression: str) -> tuple[str, ...]:
+    """``expression``'s top-level alternatives, each one that compiles (the whole, if it cannot be
+    split); ``(a|b|c)\\b``, one group of alternatives, is split as ``a\\b|b\\b|c\\b``. Each is compiled
+    here to be sure of it (``re.error``: a mistake in the file, reported as the file has it); the
+    scan compiles a branch again only when a text passes its gates (``rules.Expression.branch``)."""
     whole = _ONE_GROUP.fullmatch(expression)
     if whole is not None and not _BACKREFERENCE.search(expression):
         inner = _alternatives(whole[1])
         if len(inner) > 1:
-            try:
-                return tuple(re.compile(f"(?:{part}){whole[2] or ''}", FLAGS) for part in inner)
-            except re.error:
-                pass
-    parts = _alternatives(expression)
+            parts = tuple(f"(?:{part}){whole[2] or ''}" for part in inner)
+            if _all_compile(parts):
+                return parts
+    parts = tuple(_alternatives(expression))
+    if _all_compile(parts):
+        return parts
+    re.compile(expression, FLAGS)  # a mistake in the file raises here, as the file has it
+    return (expression,)
+
+
+def _all_compile(parts: tuple[str, ...]) -> bool:
     try:
-        return tuple(re.compile(part, FLAGS) for part in parts)
+        for part in parts:
+            re.compile(part, FLAGS)
     except re.error:
-        return (re.compile(expression, FLAGS),)  # a mistake in the file is reported as the file has it
+        return False
+    return True
 
 
 _ONE_GROUP = re.compile(r"\((?!\?)(.*)\)(\\b)?", re.DOTALL)

@@ -92,7 +92,7 @@ class Reading:
         contains, passed, text = self.contains, self.passed, self.text
         branches: list[re.Pattern[str]] = []
         every = expression.ascii_gates if self.ascii else expression.gates
-        for branch, gates in zip(expression.branches, every, strict=True):
+        for index, gates in enumerate(every):
             for gate in gates:  # inline: this loop runs some 300 times a definition
                 ok = passed.get(gate)
                 if ok is None:
@@ -108,7 +108,7 @@ class Reading:
                 if not ok:
                     break  # no string of this gate: the branch cannot match
             else:
-                branches.append(branch)
+                branches.append(expression.branch(index))
         self.possible[expression.id] = branches
         return branches
 

@@ -10,14 +10,16 @@ finding made in code. What each key means is said at the top of the file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from mcp_patchbay.trust.findings import Check, Severity
-from mcp_patchbay.trust.gates import FLAGS, branches, required
+from mcp_patchbay.trust.gates import FLAGS, required, split
 
 __all__ = ["Expression", "Pattern", "Rules", "Scope", "Window"]
 
@@ -26,27 +28,61 @@ Window = Literal["sentence", "match"]
 _WORDS = re.compile(r"\{\{([a-z_]+)\}\}")
 
 
+Gates = tuple[tuple[tuple[str, ...], ...], ...]
+"""Per branch, sets of strings such that every match of it holds one string of each set."""
+
+
 @dataclass(frozen=True, slots=True)
 class Expression:
     """A named regular expression: a ``[[signal]]`` of the file, or a pattern's own ``match``."""
 
     id: str
     scope: Scope
-    branches: tuple[re.Pattern[str], ...]
-    """The top-level alternatives, compiled apart (``gates.branches``)."""
-    gates: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    branches: tuple[str, ...]
+    """The top-level alternatives, apart (``gates.split``), each compiled the first time a text
+    passes its gates (``branch``): a start that scans a few definitions compiles a few of them."""
+    gates: Gates = ()
     """Per branch, sets of strings such that every match of it holds one string of each set
     (``gates.required``; none: nothing worth testing): a branch a text fails a set of is not searched."""
-    ascii_gates: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    ascii_gates: Gates = ()
     """The same gates for a text in ASCII (nearly every description): their strings outside ASCII
     left out, so a branch written in another script is passed over with no test at all."""
+    source: str = ""
+    """The expression as the file spells it (``[words]`` spelled out): what ``GATES_FILE`` is keyed by."""
+    compiled: list[re.Pattern[str] | None] = field(default_factory=list[re.Pattern[str] | None], compare=False)
 
     @classmethod
-    def of(cls, expression_id: str, scope: Scope, expression: str) -> Expression:
-        parts = branches(expression)
-        gates = tuple(required(branch.pattern) for branch in parts)
+    def of(
+        cls, expression_id: str, scope: Scope, expression: str, known: Mapping[str, Any] | None = None
+    ) -> Expression:
+        """``known``: the gates shipped beside the patterns (``GATES_FILE``), by ``gates_key``; an
+        expression not in it is split and read here (a third of the patterns' reading time)."""
+        shipped = (known or {}).get(gates_key(expression))
+        if shipped is not None:
+            parts = tuple(str(branch) for branch, _ in shipped)
+            gates: Gates = tuple(tuple(tuple(str(s) for s in gate) for gate in each) for _, each in shipped)
+        else:
+            parts = split(expression)
+            gates = tuple(required(branch) for branch in parts)
         ascii_gates = tuple(tuple(tuple(t for t in gate if t.isascii()) for gate in each) for each in gates)
-        return cls(expression_id, scope, parts, gates, ascii_gates)
+        return cls(expression_id, scope, parts, gates, ascii_gates, expression, [None] * len(parts))
+
+    def branch(self, index: int) -> re.Pattern[str]:
+        """Branch ``index``, compiled (once: a race between two scanning threads compiles it twice)."""
+        compiled = self.compiled[index]
+        if compiled is None:
+            compiled = self.compiled[index] = re.compile(self.branches[index], FLAGS)
+        return compiled
+
+
+GATES_FILE = "patterns.gates.json"
+"""Each expression's branches and gates, as ``gates`` reads them off ``patterns.toml``: shipped so a
+start does not parse some 900 branches (``python -m mcp_patchbay.trust.rules`` writes it again;
+``tests/test_scan.py`` fails when it is stale, and a stale entry is only unused: its key is the text)."""
+
+
+def gates_key(expression: str) -> str:
+    return hashlib.sha256(expression.encode("utf-8")).hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +119,8 @@ class Rules:
     signals: Mapping[str, Expression]
 
     @classmethod
-    def from_toml(cls, text: str) -> Rules:
+    def from_toml(cls, text: str, known: Mapping[str, Any] | None = None) -> Rules:
+        """``known``: the shipped gates (``GATES_FILE``), which spare reading each expression's."""
         data = tomllib.loads(text)
         words = {str(key): str(value) for key, value in cast("dict[str, Any]", data.get("words", {})).items()}
 
@@ -93,8 +130,10 @@ class Rules:
 
         signals: dict[str, Expression] = {}
         for raw in cast("list[dict[str, Any]]", data.get("signal", [])):
-            signals[str(raw["id"])] = Expression.of(str(raw["id"]), _scope(raw), spelled(raw["match"]))
-        patterns = [_pattern(raw, signals, spelled) for raw in cast("list[dict[str, Any]]", data.get("pattern", []))]
+            signals[str(raw["id"])] = Expression.of(str(raw["id"]), _scope(raw), spelled(raw["match"]), known)
+        patterns = [
+            _pattern(raw, signals, spelled, known) for raw in cast("list[dict[str, Any]]", data.get("pattern", []))
+        ]
         checks = {
             str(key): Check(str(value["explain"]), "note" if value.get("severity") == "note" else "hold")
             for key, value in cast("dict[str, dict[str, Any]]", data.get("check", {})).items()
@@ -102,12 +141,14 @@ class Rules:
         return cls(tuple(patterns), checks, signals)
 
 
-def _pattern(raw: Mapping[str, Any], signals: Mapping[str, Expression], spelled: Any) -> Pattern:
+def _pattern(
+    raw: Mapping[str, Any], signals: Mapping[str, Expression], spelled: Any, known: Mapping[str, Any] | None
+) -> Pattern:
     pattern_id = str(raw["id"])
     scope = _scope(raw)
     parts: list[Expression] = []
     if "match" in raw:
-        parts.append(Expression.of(f"pattern:{pattern_id}", scope, spelled(raw["match"])))
+        parts.append(Expression.of(f"pattern:{pattern_id}", scope, spelled(raw["match"]), known))
     parts.extend(_signals(signals, raw.get("all", []), scope, pattern_id))
     if not parts:
         raise ValueError(f"pattern {pattern_id!r}: needs a 'match' or signals in 'all'")
@@ -161,3 +202,26 @@ def _other_tool(raw: Mapping[str, Any], parts: Sequence[Expression]) -> str | No
 
 def _compiled(expression: Any) -> re.Pattern[str] | None:
     return re.compile(str(expression), FLAGS) if expression else None
+
+
+def gates_of(rules: Rules) -> dict[str, list[list[object]]]:
+    """What ``GATES_FILE`` holds for ``rules``: each expression's branches and their gates, by key."""
+    expressions = [*rules.signals.values(), *(part for pattern in rules.patterns for part in pattern.parts)]
+    return {
+        gates_key(e.source): [
+            [branch, [list(gate) for gate in gates]] for branch, gates in zip(e.branches, e.gates, strict=True)
+        ]
+        for e in expressions
+    }
+
+
+if __name__ == "__main__":  # python -m mcp_patchbay.trust.rules: write GATES_FILE for the shipped patterns
+    from importlib import resources
+    from pathlib import Path
+
+    here = Path(str(resources.files("mcp_patchbay.trust")))
+    rules = Rules.from_toml((here / "patterns.toml").read_text(encoding="utf-8"))
+    (here / GATES_FILE).write_text(
+        json.dumps(gates_of(rules), ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    print(f"wrote {here / GATES_FILE}")

@@ -34,10 +34,12 @@ The modules: ``findings`` (what is found, for a person), ``context`` (the other 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
+from typing import Any
 
 from mcp_patchbay.trust import code_rules
 from mcp_patchbay.trust.code_rules import MAX_TOKEN_CHARS, OwnPurpose
@@ -47,7 +49,7 @@ from mcp_patchbay.trust.fingerprint import Definition, Kind
 from mcp_patchbay.trust.languages import switched
 from mcp_patchbay.trust.learned import Model
 from mcp_patchbay.trust.reader import Reading, Span
-from mcp_patchbay.trust.rules import Expression, Pattern, Rules
+from mcp_patchbay.trust.rules import GATES_FILE, Expression, Pattern, Rules
 from mcp_patchbay.trust.strings import SCOPES, Unit, units
 from mcp_patchbay.trust.text import raw_offset
 
@@ -107,12 +109,17 @@ class Scanner:
         (``learned_model.bin``; ``learned=False``: the patterns alone, what it is trained beside),
         read and compiled once per process, by the first caller (the worker thread that scans
         first: not at import, so a start that scans nothing pays nothing)."""
-        text = resources.files("mcp_patchbay.trust").joinpath(PATTERNS_FILE).read_text(encoding="utf-8")
-        return cls.from_toml(text, Model.default() if learned else None)
+        package = resources.files("mcp_patchbay.trust")
+        text = package.joinpath(PATTERNS_FILE).read_text(encoding="utf-8")
+        try:
+            known = json.loads(package.joinpath(GATES_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = None  # every expression's gates read here instead: slower, the same scan
+        return cls.from_toml(text, Model.default() if learned else None, known)
 
     @classmethod
-    def from_toml(cls, text: str, model: Model | None = None) -> Scanner:
-        rules = Rules.from_toml(text)
+    def from_toml(cls, text: str, model: Model | None = None, known: Mapping[str, Any] | None = None) -> Scanner:
+        rules = Rules.from_toml(text, known)
         return cls(rules.patterns, rules.checks, rules.signals, model)
 
     def scan(
