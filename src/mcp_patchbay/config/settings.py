@@ -163,13 +163,13 @@ class Settings(BaseModel, frozen=True):
     """A tool that appears on a server whose tools are already pinned: ``"allow"`` serves it (and
     pins it) after the scan; ``"hold"`` holds it until trusted, as a changed one."""
 
-    scan: Literal["hold", "warn", "off"] = "warn"
+    scan: Literal["hold", "warn", "off"] = "hold"
     """What the model will read is scanned for instructions aimed at it, shadowing and hidden
-    characters, on first sight and on every change: ``"warn"`` serves a flagged tool and shows
-    what the scan found (``check``, ``trust --list``, the status, the page, the log), ``"hold"``
-    holds it until trusted, ``"off"`` no scan. ``"warn"`` by default: on the set written blind to
-    the scan and run once after its last change it held 8.1% of honest look-alikes, over the 5% a
-    default hold allows (docs/TRUST.md)."""
+    characters, on first sight and on every change: ``"hold"`` holds a flagged tool until
+    trusted, ``"warn"`` serves it and shows what the scan found (``check``, ``trust --list``, the
+    status, the page, the log), ``"off"`` no scan. ``"hold"`` by default: on the two sets written
+    blind to the scan and run once after its last change it held 3 of 120 honest look-alikes
+    (2.5%), within the 5% a default hold allows (docs/TRUST.md)."""
 
     trust_poll: Annotated[float, Field(gt=0, le=60)] = 2.0
     """Seconds between a serving proxy's looks at the pins file (a ``stat``) for what
