@@ -203,7 +203,7 @@ def hidden_positions(text: str) -> list[int]:
             continue
         if char == "\u200c" and before.isalpha() and after.isalpha():
             if spelled_with_joiners is None:
-                spelled_with_joiners = any(map(_joins_letters, _NON_JOINER.finditer(text)))
+                spelled_with_joiners = _joins_letters(text)
             if spelled_with_joiners:
                 continue  # a transliteration beside a word that is spelled with it ("mi\u200ckhaham")
         if char in _MARKS:
@@ -216,15 +216,13 @@ def hidden_positions(text: str) -> list[int]:
     return sorted(found)
 
 
-_NON_JOINER = re.compile("\u200c")
-
-
-def _joins_letters(match: re.Match[str]) -> bool:
-    """The non-joiner ``match`` found stands between two letters of a script spelled with it."""
-    at, text = match.start(), match.string
-    if not 0 < at < len(text) - 1:
-        return False
-    return _letter_of_joining_script(text[at - 1]) and _letter_of_joining_script(text[at + 1])
+def _joins_letters(text: str) -> bool:
+    """``text`` holds a non-joiner between two letters of a script spelled with it (Persian)."""
+    ends = range(1, len(text) - 1)
+    return any(
+        text[at] == "\u200c" and _letter_of_joining_script(text[at - 1]) and _letter_of_joining_script(text[at + 1])
+        for at in ends
+    )
 
 
 def _named_beside(text: str, at: int, names: tuple[str, ...]) -> bool:
