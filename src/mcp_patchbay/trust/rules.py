@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 from mcp_patchbay.trust.findings import Check, Severity
 from mcp_patchbay.trust.gates import FLAGS, required, split
 
-__all__ = ["Expression", "Pattern", "Rules", "Scope", "Window"]
+__all__ = ["GATES_FILE", "Expression", "Gates", "Pattern", "Rules", "Scope", "Window", "gates_key", "gates_of"]
 
 Scope = Literal["text", "parameter", "switched"]
 Window = Literal["sentence", "match"]
@@ -56,7 +56,7 @@ class Expression:
         cls, expression_id: str, scope: Scope, expression: str, known: Mapping[str, Any] | None = None
     ) -> Expression:
         """``known``: the gates shipped beside the patterns (``GATES_FILE``), by ``gates_key``; an
-        expression not in it is split and read here (a third of the patterns' reading time)."""
+        expression not in it is split and read here (most of the patterns' reading time)."""
         shipped = (known or {}).get(gates_key(expression))
         if shipped is not None:
             parts = tuple(str(branch) for branch, _ in shipped)
