@@ -359,15 +359,17 @@ def _default_recipient(name: str, default: object) -> str | None:
     return None
 
 
-def fixed_destinations(definition: Definition, found: Findings) -> None:
+def fixed_destinations(definition: Definition, found: Findings, units: Sequence[Unit] = ()) -> None:
     """A parameter whose default is an address data leaves by (a ``bcc`` of an outside address, a
     ``mirror_url``, a public bucket) and whose name, description or default tells the model to keep
     it: every call sends what the parameter carries, or a copy of it, there. So does a recipient
     parameter (``attendees``, ``cc``) whose default is an outside address, kept unless the model
     changes it, and a ``pattern`` that makes every value start with another site's query. In code:
     it joins the default or the pattern with the parameter's name and description, which patterns
-    read one at a time."""
+    read one at a time. ``units``: the definition's strings as scanned (cut at the scan's limits), where
+    a sending parameter's host is looked for in the tool's own name, title and description."""
     schema = definition.get("inputSchema")
+    told: str | None = None
     for name, values in _properties(schema, ""):
         default = values.get("default", values.get("const"))
         pattern = values.get("pattern")
@@ -382,7 +384,10 @@ def fixed_destinations(definition: Definition, found: Findings) -> None:
             continue
         description = values.get("description")
         said = " ".join((name_words(name), str(description) if isinstance(description, str) else "", default)).lower()
-        if (_KEEP.search(said) and _LEAVES.search(said)) or _unannounced_destination(definition, name, default):
+        sends = _sends_to(name, default)
+        if sends is not None and told is None:  # once a definition, and only for a sending parameter
+            told = "\n".join(u.text for u in units if u.where in ("name", "title", "description")).lower()
+        if (_KEEP.search(said) and _LEAVES.search(said)) or (sends is not None and _unannounced(sends, told or "")):
             found.check("fixed-destination", "exfiltration", f"parameter '{name}'", clip(default))
             return
 
@@ -396,17 +401,21 @@ _HOST = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/@\s]*@)?([^/:?#\s]+)", re.IGNORE
 _COMMON_LABELS = frozenset({"www", "api", "com", "net", "org", "io", "dev", "app", "cloud", "co", "uk", "de", "s3"})
 
 
-def _unannounced_destination(definition: Definition, name: str, default: str) -> bool:
-    """A parameter named for where the call sends (``upload_to``) whose default is a URL on a host the
-    tool's name, title and description never name: what it makes leaves for a place the person
-    reading it was not told of ("Create a zip archive" with ``upload_to`` on ``zip-relay.net``)."""
+def _sends_to(name: str, default: str) -> str | None:
+    """The host (lower case) of a parameter named for where the call sends (``upload_to``) whose default
+    is a URL on a host not this machine's, else None."""
     host = _HOST.match(default)
     if host is None or _SENDS_TO.fullmatch(name.lower()) is None:
-        return False
-    if host[1].lower() in ("localhost", "127.0.0.1", "0.0.0.0", "::1"):
-        return False
-    told = " ".join(str(definition.get(key) or "") for key in ("name", "title", "description")).lower()
-    labels = [label for label in host[1].lower().split(".") if label not in _COMMON_LABELS and len(label) > 2]
+        return None
+    lowered = host[1].lower()
+    return None if lowered in ("localhost", "127.0.0.1", "0.0.0.0", "::1") else lowered
+
+
+def _unannounced(host: str, told: str) -> bool:
+    """``host`` is one the tool's name, title and description (``told``, lower case) never name: what it
+    makes leaves for a place the person reading it was not told of ("Create a zip archive" with
+    ``upload_to`` on ``zip-relay.net``)."""
+    labels = [label for label in host.split(".") if label not in _COMMON_LABELS and len(label) > 2]
     return bool(labels) and not any(label in told for label in labels)
 
 

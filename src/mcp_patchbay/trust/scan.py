@@ -138,21 +138,18 @@ class Scanner:
         # name too, once it is a sentence of SENTENCE_NAME_WORDS words); so is a value spelled as one
         # identifier (an enum value "ALSO_FORWARD_TO_..._WITHOUT_TELLING").
         asks_data = {u.where for u in read if u.scope == "name-parameter"}
+        named = (
+            (u, name_words(u.text))
+            for u in read
+            if u.scope == "name-parameter"
+            or (u.scope == "name" and u.where.startswith("parameter") and u.where not in asks_data)
+        )
         worded = [
             *read,
             *(
                 Unit(u.where, w, "parameter")
-                for u in read
-                if (
-                    u.scope == "name-parameter"
-                    or (
-                        u.scope == "name"
-                        and u.where not in asks_data
-                        and u.where.startswith("parameter")
-                        and len(name_words(u.text).split()) >= SENTENCE_NAME_WORDS
-                    )
-                )
-                and (w := name_words(u.text)) != u.text
+                for u, w in named
+                if w != u.text and (u.scope == "name-parameter" or len(w.split()) >= SENTENCE_NAME_WORDS)
             ),
             *(
                 Unit(u.where, u.text.replace("_", " "), u.scope)
@@ -172,7 +169,7 @@ class Scanner:
                 if finding is not None:
                     found[pattern.id] = finding
         if "fixed-destination" not in found:
-            code_rules.fixed_destinations(definition, found)
+            code_rules.fixed_destinations(definition, found, read)
         if context is not None:
             code_rules.mentions(texts["text"], server, context, self.order, found, pointer=self.pointer)
             code_rules.near_name(str(definition.get("name", "")), server, context, found)

@@ -69,7 +69,11 @@ def units(definition: Definition, kind: Kind) -> Iterator[Unit]:
             if key == "title" and isinstance(value, str):
                 yield Unit("annotations' title", value, "text")
             elif isinstance(value, str) and value.strip():  # a server's own key ("x-onload"): a client may show it
-                yield Unit(f"annotation '{key}'", value, "text")
+                yield Unit(f"annotation '{key[:_KEY_SHOWN]}'", value, "text")
+
+
+_KEY_SHOWN = 64
+"""The most characters of an annotation's key its finding names (the key is the server's to choose)."""
 
 
 def _schema_units(schema: Any, label: str, is_input: bool, path: str = "") -> Iterator[Unit]:
